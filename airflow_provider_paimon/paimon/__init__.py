@@ -1,0 +1,1 @@
+"""Paimon table operations over pypaimon. Imports neither Spark nor Airflow."""

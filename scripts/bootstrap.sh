@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up everything the demo and the tests need on a fresh Debian machine with
+# Python 3.11: a Java 17 runtime (from Debian's packages, only if `java` is
+# missing), a virtualenv in .venv, and this package with its test extras.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v java >/dev/null 2>&1; then
+    echo "bootstrap: java not found, installing openjdk-17-jre-headless" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+if [ ! -x .venv/bin/python ]; then
+    echo "bootstrap: creating .venv with $PY" >&2
+    "$PY" -m venv .venv
+fi
+
+stamp=.venv/.bootstrap-stamp
+want="$(cat pyproject.toml constraints/overrides.txt | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "bootstrap: installing Python dependencies into .venv" >&2
+    .venv/bin/python -m pip install -q --upgrade pip uv
+    # uv applies constraints/overrides.txt (see pyproject.toml for why).
+    .venv/bin/python -m uv pip install -q --python .venv/bin/python \
+        --override constraints/overrides.txt -e ".[test]"
+    echo "$want" > "$stamp"
+fi
