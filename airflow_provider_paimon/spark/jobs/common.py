@@ -1,0 +1,104 @@
+"""What every job entry point shares: argument parsing, result and error printing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ...paimon.errors import InvalidArgumentError, PaimonError
+
+RESULT_PREFIX = "PAIMON_RESULT "
+ERROR_PREFIX = "PAIMON_ERROR "
+CATALOG_OPTIONS_ENV = "PAIMON_CATALOG_OPTIONS_JSON"
+
+log = logging.getLogger("airflow_provider_paimon.jobs")
+
+
+class ArgumentError(InvalidArgumentError):
+    """A command-line argument is missing or malformed."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so errors follow the job contract."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ArgumentError(f"{self.prog}: {message}")
+
+
+def new_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser with the arguments every job takes: warehouse, table, catalog options."""
+    parser = _Parser(prog=prog, description=description)
+    parser.add_argument("--warehouse", required=True, help="warehouse path or URI")
+    parser.add_argument("--table", required=True, help="table as database.table")
+    parser.add_argument(
+        "--catalog-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="catalog option (repeatable); secret ones go in $" + CATALOG_OPTIONS_ENV,
+    )
+    return parser
+
+
+def parse_key_values(pairs: list[str], what: str = "option") -> dict[str, str]:
+    """``["a=1", "b=2"]`` -> ``{"a": "1", "b": "2"}`` with a clear error on a bad pair."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ArgumentError(f"{what} {pair!r} must be KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def catalog_options(args: argparse.Namespace) -> dict[str, str]:
+    """Catalog options from the command line merged with the secret ones from the env."""
+    options = parse_key_values(args.catalog_option, "catalog option")
+    raw = os.environ.get(CATALOG_OPTIONS_ENV)
+    if raw:
+        try:
+            secret = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise ArgumentError(f"${CATALOG_OPTIONS_ENV} is not valid JSON: {err.msg}") from None
+        if not isinstance(secret, dict):
+            raise ArgumentError(f"${CATALOG_OPTIONS_ENV} must be a JSON object")
+        options.update({str(k): str(v) for k, v in secret.items()})
+    return options
+
+
+def print_result(result: dict[str, Any]) -> None:
+    """Print the machine-readable result line the Airflow hook picks up."""
+    sys.stdout.write(RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def run_job(body: Callable[[], dict[str, Any]]) -> int:
+    """Run ``body``, print its result, and map failures to the contract's exit codes."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        result = body()
+    except PaimonError as err:
+        sys.stderr.write(ERROR_PREFIX + str(err) + "\n")
+        return 2
+    except Exception as err:  # noqa: BLE001 - the job's last line of defence
+        traceback.print_exc()
+        sys.stderr.write(ERROR_PREFIX + f"{type(err).__name__}: {err}\n")
+        return 1
+    print_result(result)
+    return 0
+
+
+def parse_result(output: str) -> dict[str, Any] | None:
+    """Find the last ``PAIMON_RESULT`` line in a job's output (used by the hook and tests)."""
+    found = None
+    for line in output.splitlines():
+        idx = line.find(RESULT_PREFIX)
+        if idx >= 0:
+            found = json.loads(line[idx + len(RESULT_PREFIX):])
+    return found
