@@ -1,0 +1,1 @@
+"""Airflow hooks: PaimonHook (catalog metadata) and the spark-submit job runner."""

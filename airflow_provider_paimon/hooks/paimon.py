@@ -1,0 +1,280 @@
+"""PaimonHook: the ``paimon`` connection, and metadata answers without Spark.
+
+Operators use it to fail fast (does the table/branch/tag exist?) before paying for a
+spark-submit, and sensors use it to read snapshot ids. It reads through pypaimon via
+``airflow_provider_paimon.paimon.catalog``; it never reads or writes data.
+
+Connection layout:
+
+* **Host** (or extra ``warehouse``): the warehouse path or URI.
+* **Extra** (JSON): catalog options passed to pypaimon as they are: ``metastore``
+  (``filesystem`` by default, ``jdbc``, ``rest``), ``uri``, ``jdbc.*``, ``fs.*``/``s3.*``...
+* **Login / Password**: shortcuts for ``jdbc.user`` / ``jdbc.password`` (metastore
+  ``jdbc``) or the ``token`` (metastore ``rest``).
+
+Options whose key contains ``password``, ``secret``, ``token`` or ``key`` are secret:
+they are masked in Airflow's logs and reach Spark jobs only through the
+``PAIMON_CATALOG_OPTIONS_JSON`` environment variable, never the command line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
+
+from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
+from airflow_provider_paimon.paimon.errors import PaimonError
+from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+
+SECRET_MARKERS = ("password", "secret", "token", "key")
+_EXTRA_PREFIX = "extra__paimon__"
+
+
+def is_secret_option(key: str) -> bool:
+    """True for catalog options that must never be logged or put on a command line."""
+    lowered = key.lower()
+    return any(marker in lowered for marker in SECRET_MARKERS)
+
+
+@dataclass(frozen=True)
+class CatalogConfig:
+    """Where the warehouse is and how to open its catalog, as resolved from a connection."""
+
+    warehouse: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def public_options(self) -> dict[str, str]:
+        """Options safe to show in logs and on a spark-submit command line."""
+        return {k: v for k, v in self.options.items() if not is_secret_option(k)}
+
+    @property
+    def secret_options(self) -> dict[str, str]:
+        """Options that travel only through ``PAIMON_CATALOG_OPTIONS_JSON``."""
+        return {k: v for k, v in self.options.items() if is_secret_option(k)}
+
+
+def config_from_connection(
+    host: str | None,
+    login: str | None,
+    password: str | None,
+    extra: dict[str, Any],
+) -> CatalogConfig:
+    """Turn a ``paimon`` connection's fields into a ``CatalogConfig`` (pure, for tests)."""
+    options: dict[str, str] = {}
+    for key, value in (extra or {}).items():
+        name = key[len(_EXTRA_PREFIX):] if key.startswith(_EXTRA_PREFIX) else key
+        if value is None or value == "":
+            continue
+        options[name] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    warehouse = (host or "").strip() or options.pop("warehouse", "")
+    options.pop("warehouse", None)
+    metastore = options.get("metastore", "filesystem").lower()
+    if login and metastore == "jdbc":
+        options.setdefault("jdbc.user", login)
+    if password:
+        if metastore == "jdbc":
+            options.setdefault("jdbc.password", password)
+        elif metastore == "rest":
+            options.setdefault("token", password)
+    return CatalogConfig(warehouse=warehouse, options=options)
+
+
+class PaimonHook(BaseHook):
+    """Open a Paimon catalog from a ``paimon`` connection and answer metadata questions.
+
+    :param paimon_conn_id: the ``paimon`` connection (default ``paimon_default``).
+    :param warehouse: overrides the connection's warehouse (handy in tests and notebooks).
+    :param catalog_options: extra catalog options, merged over the connection's.
+    """
+
+    conn_name_attr = "paimon_conn_id"
+    default_conn_name = "paimon_default"
+    conn_type = "paimon"
+    hook_name = "Apache Paimon"
+
+    def __init__(
+        self,
+        paimon_conn_id: str = default_conn_name,
+        warehouse: str | None = None,
+        catalog_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.paimon_conn_id = paimon_conn_id
+        self._warehouse_override = warehouse
+        self._options_override = {str(k): str(v) for k, v in (catalog_options or {}).items()}
+
+    # -- connection form (Airflow reads the declarative copy in get_provider_info) --
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Field behaviour of the connection form (same content as the provider info)."""
+        from airflow_provider_paimon.get_provider_info import PAIMON_UI_FIELD_BEHAVIOUR as ui
+
+        return {
+            "hidden_fields": list(ui["hidden-fields"]),
+            "relabeling": dict(ui["relabeling"]),
+            "placeholders": dict(ui["placeholders"]),
+        }
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """Extra form fields (same content as the provider info's ``conn-fields``)."""
+        from flask_appbuilder.fieldwidgets import BS3TextFieldWidget
+        from flask_babel import lazy_gettext
+        from wtforms import StringField
+
+        from airflow_provider_paimon.get_provider_info import PAIMON_CONN_FIELDS
+
+        return {
+            name: StringField(
+                lazy_gettext(spec["label"]),
+                widget=BS3TextFieldWidget(),
+                description=spec.get("description", ""),
+                default=spec["schema"].get("default"),
+            )
+            for name, spec in PAIMON_CONN_FIELDS.items()
+        }
+
+    # -- configuration --
+
+    @cached_property
+    def catalog_config(self) -> CatalogConfig:
+        """The resolved warehouse and options; secret values are registered for masking."""
+        if self.paimon_conn_id:
+            conn = self.get_connection(self.paimon_conn_id)
+            config = config_from_connection(conn.host, conn.login, conn.password, conn.extra_dejson)
+        else:
+            config = CatalogConfig(warehouse="")
+        options = {**config.options, **self._options_override}
+        warehouse = self._warehouse_override or config.warehouse
+        if not warehouse:
+            raise ValueError(
+                f"connection {self.paimon_conn_id!r} names no warehouse: set Host to the "
+                "warehouse URI (or extra 'warehouse')"
+            )
+        config = CatalogConfig(warehouse=warehouse, options=options)
+        for value in config.secret_options.values():
+            mask_secret(value)
+        return config
+
+    @property
+    def warehouse(self) -> str:
+        return self.catalog_config.warehouse
+
+    def get_conn(self) -> Any:
+        """The pypaimon catalog (opened once per hook)."""
+        return self._catalog
+
+    @cached_property
+    def _catalog(self) -> Any:
+        config = self.catalog_config
+        return open_catalog(config.warehouse, config.options)
+
+    def get_table(self, table: str, branch: str | None = None) -> Any:
+        """The pypaimon table ``db.table`` (on ``branch``); raises a ``PaimonError`` if absent."""
+        return load_table(self.get_conn(), table, branch)
+
+    # -- metadata answers --
+
+    def list_databases(self) -> list[str]:
+        return sorted(self.get_conn().list_databases())
+
+    def list_tables(self, database: str) -> list[str]:
+        return sorted(self.get_conn().list_tables(database))
+
+    def table_exists(self, table: str) -> bool:
+        try:
+            self.get_table(table)
+        except PaimonError:
+            return False
+        return True
+
+    def get_schema(self, table: str, branch: str | None = None) -> dict[str, Any]:
+        """Fields, partition keys, primary keys and options of the table's current schema."""
+        schema = self.get_table(table, branch).table_schema
+        return {
+            "schema_id": schema.id,
+            "fields": [
+                {"id": f.id, "name": f.name, "type": str(f.type), "description": f.description}
+                for f in schema.fields
+            ],
+            "partition_keys": list(schema.partition_keys),
+            "primary_keys": list(schema.primary_keys),
+            "options": dict(schema.options),
+            "comment": schema.comment,
+        }
+
+    def is_primary_key_table(self, table: str, branch: str | None = None) -> bool:
+        return bool(self.get_table(table, branch).table_schema.primary_keys)
+
+    def get_latest_snapshot(self, table: str, branch: str | None = None) -> dict[str, Any] | None:
+        """The latest snapshot of ``table`` on ``branch`` (main by default), or None if empty."""
+        snapshot = self.get_table(table, branch).snapshot_manager().get_latest_snapshot()
+        return _snapshot_dict(snapshot) if snapshot is not None else None
+
+    def get_latest_snapshot_id(self, table: str, branch: str | None = None) -> int | None:
+        snapshot = self.get_latest_snapshot(table, branch)
+        return snapshot["id"] if snapshot else None
+
+    def list_snapshots(self, table: str, branch: str | None = None) -> list[dict[str, Any]]:
+        """All snapshots still on storage, oldest first."""
+        snapshots = self.get_table(table, branch).snapshot_manager().list_snapshots()
+        return [_snapshot_dict(s) for s in sorted(snapshots, key=lambda s: s.id)]
+
+    def list_tags(self, table: str, branch: str | None = None) -> list[str]:
+        return sorted(self.get_table(table, branch).tag_manager().list_tags())
+
+    def get_tag(self, table: str, tag: str, branch: str | None = None) -> dict[str, Any] | None:
+        """The tag's snapshot (as a dict), or None when the tag does not exist."""
+        found = self.get_table(table, branch).tag_manager().get(tag)
+        return _snapshot_dict(found) if found is not None else None
+
+    def tag_exists(self, table: str, tag: str, branch: str | None = None) -> bool:
+        return self.get_table(table, branch).tag_manager().tag_exists(tag)
+
+    def list_branches(self, table: str) -> list[str]:
+        """Branch names of the table, main not included."""
+        return sorted(list_branch_names(self.get_table(table)))
+
+    def branch_exists(self, table: str, branch: str) -> bool:
+        return is_main(branch) or branch in self.list_branches(table)
+
+    def get_snapshot(self, table: str, snapshot_id: int, branch: str | None = None) -> dict[str, Any] | None:
+        found = self.get_table(table, branch).snapshot_manager().get_snapshot_by_id(int(snapshot_id))
+        return _snapshot_dict(found) if found is not None else None
+
+    def list_consumers(self, table: str, branch: str | None = None) -> dict[str, int]:
+        """Streaming consumers of the table (on ``branch``) and the next snapshot each will read."""
+        return dict(sorted(self.get_table(table, branch).consumer_manager().consumers().items()))
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Open the catalog and list its databases (Airflow's "Test" button)."""
+        try:
+            databases = self.list_databases()
+        except Exception as err:  # noqa: BLE001 - reported to the UI, not raised
+            return False, f"cannot open the Paimon catalog: {type(err).__name__}: {err}"
+        return True, f"opened warehouse {self.warehouse} ({len(databases)} databases)"
+
+    def check_table_name(self, table: str) -> None:
+        """Raise ``InvalidArgumentError`` unless ``table`` looks like ``db.table``."""
+        parse_table_name(table)
+
+
+def _snapshot_dict(snapshot: Any) -> dict[str, Any]:
+    return {
+        "id": snapshot.id,
+        "schema_id": snapshot.schema_id,
+        "commit_kind": snapshot.commit_kind,
+        "commit_user": snapshot.commit_user,
+        "commit_identifier": snapshot.commit_identifier,
+        "time_millis": snapshot.time_millis,
+        "total_record_count": snapshot.total_record_count,
+        "delta_record_count": snapshot.delta_record_count,
+        "watermark": snapshot.watermark,
+    }

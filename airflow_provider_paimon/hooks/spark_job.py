@@ -1,0 +1,180 @@
+"""Run one of this package's Spark jobs through Airflow's ``SparkSubmitHook``.
+
+The job runs as ``spark-submit [spark args] launcher.py FAMILY ARGS`` with the package
+zipped into ``--py-files`` (see ``airflow_provider_paimon.packaging``), on the master
+of the Airflow ``spark`` connection. The job contract (``spark/jobs/__init__.py``):
+
+* the result is one stdout line ``PAIMON_RESULT {json}``;
+* a failure prints ``PAIMON_ERROR message`` and exits 2 (bad input, nothing changed)
+  or 1 (anything else).
+
+``PaimonSparkJobHook`` extends the hook's log processing (as Airflow's own hook does to
+find driver ids) to capture those lines, returns the result, and turns a failure into a
+``PaimonJobError`` whose message is the job's own error.
+
+Secrets: catalog options that are secret travel in ``PAIMON_CATALOG_OPTIONS_JSON`` in
+the environment of the spark-submit process, which is where the driver runs in client
+deploy mode. They are *not* given to ``SparkSubmitHook(env_vars=...)``: on YARN and
+Kubernetes that hook turns env vars into ``--conf`` arguments, i.e. onto the command
+line. Client deploy mode is also what lets the driver's stdout (the result line) reach
+Airflow, so cluster deploy mode is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
+from airflow_provider_paimon.spark.jobs.common import (
+    CATALOG_OPTIONS_ENV,
+    ERROR_PREFIX,
+    RESULT_PREFIX,
+)
+
+EXIT_BAD_INPUT = 2
+
+
+class PaimonJobError(AirflowException):
+    """A Paimon Spark job failed; the message is the job's own ``PAIMON_ERROR`` text."""
+
+    def __init__(self, message: str, exit_code: int | None, family: str) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.family = family
+
+    @property
+    def bad_input(self) -> bool:
+        """True when the job refused its input (exit 2): nothing was changed, retrying won't help."""
+        return self.exit_code == EXIT_BAD_INPUT
+
+
+class PaimonJobInputError(PaimonJobError, AirflowFailException):
+    """The job refused its input (exit 2, nothing changed): fail the task without retries."""
+
+
+class PaimonSparkJobHook(SparkSubmitHook):
+    """Submit ``launcher.py FAMILY ARGS`` and return the job's ``PAIMON_RESULT`` as a dict.
+
+    :param family: job family (``branch``, ``tag``, ``compact``...).
+    :param job_args: the family's command-line arguments (no secrets here).
+    :param secret_options: catalog options passed through ``PAIMON_CATALOG_OPTIONS_JSON``.
+    :param spark_conn_id: the Airflow ``spark`` connection (default ``spark_default``).
+    :param conf: Spark configuration passed through as ``--conf``.
+    :param name: the Spark application name (operators use ``{dag_id}.{task_id}``).
+    :param py_files: extra ``--py-files`` entries, added after the package zip.
+    :param spark_kwargs: any other ``SparkSubmitHook`` argument (memory, cores, ...).
+    """
+
+    def __init__(
+        self,
+        family: str,
+        job_args: list[str],
+        *,
+        secret_options: dict[str, str] | None = None,
+        spark_conn_id: str = "spark_default",
+        conf: dict[str, Any] | None = None,
+        name: str = "paimon-job",
+        py_files: list[str] | None = None,
+        deploy_mode: str | None = "client",
+        **spark_kwargs: Any,
+    ) -> None:
+        if deploy_mode == "cluster":
+            raise ValueError(
+                "Paimon jobs run their driver in client deploy mode (the result line and "
+                "secret catalog options need the driver next to Airflow); executors still "
+                "run on the cluster. Use deploy_mode='client'."
+            )
+        if "env_vars" in spark_kwargs:
+            raise ValueError(
+                "pass catalog secrets through the paimon connection, not env_vars: "
+                "SparkSubmitHook may put env_vars on the command line"
+            )
+        self.family = family
+        self.job_args = list(job_args)
+        self._secret_options = dict(secret_options or {})
+        self.result: dict[str, Any] | None = None
+        self.job_error: str | None = None
+        super().__init__(
+            conf=conf,
+            conn_id=spark_conn_id,
+            py_files=",".join([build_py_files_zip(), *(py_files or [])]),
+            name=name,
+            application_args=[family, *self.job_args],
+            deploy_mode=deploy_mode,
+            **spark_kwargs,
+        )
+        if self._connection.get("deploy_mode") == "cluster":
+            raise ValueError(
+                f"spark connection {spark_conn_id!r} asks for cluster deploy mode; Paimon jobs "
+                "need client mode (pass deploy_mode='client' or change the connection)"
+            )
+
+    def build_command(self) -> list[str]:
+        """The full spark-submit command line, as it will be run (for checks and tests)."""
+        return self._build_spark_submit_command(launcher_path())
+
+    def job_environment(self) -> dict[str, str]:
+        """The environment of the spark-submit process: ours, plus the secret options."""
+        env = dict(os.environ)
+        if self._secret_options:
+            env[CATALOG_OPTIONS_ENV] = json.dumps(self._secret_options, sort_keys=True)
+        return env
+
+    def run(self) -> dict[str, Any]:
+        """Submit, wait, and return the job's result; raise ``PaimonJobError`` on failure."""
+        self.result = None
+        self.job_error = None
+        try:
+            self.submit(launcher_path(), env=self.job_environment())
+        except AirflowException as err:
+            exit_code = getattr(self._submit_sp, "returncode", None)
+            if self.job_error is not None:
+                error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
+                raise error_class(
+                    f"Paimon {self.family} job failed (exit {exit_code}): {self.job_error}",
+                    exit_code,
+                    self.family,
+                ) from None
+            raise PaimonJobError(
+                f"Paimon {self.family} job failed (exit {exit_code}) before reporting an "
+                f"error: {err}",
+                exit_code,
+                self.family,
+            ) from None
+        if self.result is None:
+            raise PaimonJobError(
+                f"Paimon {self.family} job finished without a {RESULT_PREFIX.strip()} line; "
+                "is the launcher's stdout reaching spark-submit (client deploy mode)?",
+                0,
+                self.family,
+            )
+        return self.result
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        super()._process_spark_submit_log(self._capture_job_lines(itr))
+
+    def _capture_job_lines(self, itr: Iterator[Any]) -> Iterator[Any]:
+        """Pass every line through, remembering the job's result and error lines."""
+        for raw in itr:
+            self.capture_line(raw)
+            yield raw
+
+    def capture_line(self, raw: str) -> None:
+        """Record a ``PAIMON_RESULT`` / ``PAIMON_ERROR`` line (the last of each wins)."""
+        line = raw.strip()
+        idx = line.find(RESULT_PREFIX)
+        if idx >= 0:
+            try:
+                self.result = json.loads(line[idx + len(RESULT_PREFIX):])
+            except json.JSONDecodeError:
+                self.log.warning("unreadable %s line: %s", RESULT_PREFIX.strip(), line)
+            return
+        idx = line.find(ERROR_PREFIX)
+        if idx >= 0:
+            self.job_error = line[idx + len(ERROR_PREFIX):].strip()
