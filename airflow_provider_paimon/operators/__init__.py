@@ -1,0 +1,1 @@
+"""Airflow operators: branch, tag and compaction operations submitted as Spark jobs."""

@@ -1,0 +1,191 @@
+"""PaimonSparkJobOperator: the shared shape of every operator that submits a Paimon Spark job.
+
+An operator here does three things and nothing else:
+
+1. **check** what the ``paimon`` connection can already see (names, table, branch,
+   tag) and fail before paying for a spark-submit: nothing is submitted, nothing changes;
+2. **build** the job's command line (``family`` + arguments) and submit it with
+   ``PaimonSparkJobHook`` through the ``spark`` connection;
+3. **return** the job's ``PAIMON_RESULT`` as the task's XCom return value.
+
+Subclasses set ``job_family`` and implement ``job_args()`` and ``check_before_submit()``.
+Hooks for later work: ``input_tables()`` / ``output_tables()`` name what the task reads
+and writes (for OpenLineage facets and Paimon assets), ``spark_conf()`` is where
+OpenLineage parent-job conf will be injected, and ``last_result`` keeps the result for
+``get_openlineage_facets_on_complete``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any, ClassVar
+
+from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.paimon.errors import PaimonError
+from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+
+
+class PaimonPreflightError(AirflowFailException):
+    """The operator saw a problem before submitting: nothing was submitted or changed."""
+
+
+class PaimonSparkJobOperator(BaseOperator):
+    """Base class: check, submit ``launcher.py FAMILY ARGS`` via spark-submit, return the result.
+
+    :param table: the table as ``database.table`` (templated).
+    :param paimon_conn_id: ``paimon`` connection naming the warehouse and catalog options.
+    :param spark_conn_id: ``spark`` connection naming the master (default ``spark_default``).
+    :param conf: Spark configuration (``--conf``), templated.
+    :param spark_name: Spark application name; default ``{dag_id}.{task_id}``.
+    :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``,
+        ``driver_memory``, ``total_executor_cores``, ``packages``, ``verbose``...).
+    """
+
+    job_family: ClassVar[str] = ""
+    template_fields: Sequence[str] = ("table", "conf", "spark_name")
+    ui_color = "#d3eafc"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        spark_conn_id: str = "spark_default",
+        conf: dict[str, Any] | None = None,
+        spark_name: str | None = None,
+        spark_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.paimon_conn_id = paimon_conn_id
+        self.spark_conn_id = spark_conn_id
+        self.conf = conf or {}
+        self.spark_name = spark_name
+        self.spark_kwargs = dict(spark_kwargs or {})
+        self.last_result: dict[str, Any] | None = None
+        self._job_hook: PaimonSparkJobHook | None = None
+
+    # -- what subclasses provide --
+
+    def job_args(self) -> list[str]:
+        """The family's own arguments (after ``--warehouse/--table/--catalog-option``)."""
+        raise NotImplementedError
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        """Raise ``PaimonPreflightError`` (via ``self.fail``) for problems seen from metadata."""
+
+    def input_tables(self) -> list[tuple[str, str | None]]:
+        """(table, branch) pairs the job reads; default: the table it writes."""
+        return self.output_tables()
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        """(table, branch) pairs the job changes."""
+        return [(self.table, None)]
+
+    def spark_conf(self, context: Context) -> dict[str, Any]:
+        """Spark conf for this run (an override point, e.g. OpenLineage parent job info)."""
+        return dict(self.conf)
+
+    # -- shared machinery --
+
+    @cached_property
+    def paimon_hook(self) -> PaimonHook:
+        return PaimonHook(paimon_conn_id=self.paimon_conn_id)
+
+    def fail(self, message: str) -> None:
+        """Stop before submitting, with a message that says what is wrong."""
+        raise PaimonPreflightError(f"{self.task_id}: {message}; nothing was submitted")
+
+    def preflight(self) -> None:
+        """Run the common and the operator's own checks, mapping Paimon errors to ``fail``."""
+        try:
+            parse_table_name(self.table)
+            self.paimon_hook.get_table(self.table)
+            self.check_before_submit(self.paimon_hook)
+        except PaimonError as err:
+            self.fail(str(err))
+
+    def command_args(self) -> list[str]:
+        """Arguments common to every family, then the family's; public options only."""
+        config = self.paimon_hook.catalog_config
+        args = ["--warehouse", config.warehouse, "--table", self.table]
+        for key, value in sorted(config.public_options.items()):
+            args += ["--catalog-option", f"{key}={value}"]
+        return args + self.job_args()
+
+    def application_name(self, context: Context) -> str:
+        if self.spark_name:
+            return self.spark_name
+        return f"{self.dag_id}.{self.task_id}"
+
+    def make_job_hook(self, context: Context) -> PaimonSparkJobHook:
+        return PaimonSparkJobHook(
+            self.job_family,
+            self.command_args(),
+            secret_options=self.paimon_hook.catalog_config.secret_options,
+            spark_conn_id=self.spark_conn_id,
+            conf=self.spark_conf(context),
+            name=self.application_name(context),
+            **self.spark_kwargs,
+        )
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        self.preflight()
+        self._job_hook = self.make_job_hook(context)
+        result = self._job_hook.run()
+        self.last_result = result
+        self.report(result)
+        return result
+
+    def report(self, result: dict[str, Any]) -> None:
+        """Log the result for people reading the task log (subclasses make it readable)."""
+        self.log.info("Paimon %s job result: %s", self.job_family, result)
+
+    def on_kill(self) -> None:
+        if self._job_hook is not None:
+            self._job_hook.on_kill()
+
+    # -- helpers for subclasses' checks --
+
+    def require_branch(self, hook: PaimonHook, branch: str | None) -> None:
+        if not is_main(branch) and not hook.branch_exists(self.table, branch):  # type: ignore[arg-type]
+            known = ", ".join(hook.list_branches(self.table)) or "none"
+            self.fail(f"branch {branch!r} does not exist on {self.table} (branches: {known})")
+
+    def require_tag(self, hook: PaimonHook, tag: str, branch: str | None = None) -> None:
+        if not hook.tag_exists(self.table, tag, branch):
+            known = ", ".join(hook.list_tags(self.table, branch)) or "none"
+            where = "" if is_main(branch) else f" branch {branch}"
+            self.fail(f"tag {tag!r} does not exist on {self.table}{where} (tags: {known})")
+
+    def require_snapshot(self, hook: PaimonHook, snapshot_id: int, branch: str | None = None) -> None:
+        if hook.get_snapshot(self.table, snapshot_id, branch) is None:
+            latest = hook.get_latest_snapshot_id(self.table, branch)
+            self.fail(
+                f"snapshot {snapshot_id} does not exist on {self.table} "
+                f"(latest snapshot: {latest if latest is not None else 'none, the table is empty'})"
+            )
+
+
+def optional_int(value: Any, what: str) -> int | None:
+    """A templated number arrives as a string: '' / None mean "not given"."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise PaimonPreflightError(f"{what} must be an integer, got {value!r}; nothing was submitted") from None
+
+
+def optional_str(value: Any) -> str | None:
+    """A templated optional string: '' / None mean "not given"."""
+    if value is None:
+        return None
+    text = str(value)
+    return text if text.strip() else None

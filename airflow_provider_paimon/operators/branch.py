@@ -1,0 +1,193 @@
+"""Branch operators: create, delete, rename, fast-forward (merge) and replace main.
+
+Each submits the ``branch`` job family (``spark/jobs/branch.py``), which does the file
+operations crash-safely through ``airflow_provider_paimon.paimon``. The operators only
+check names and existence first, so a typo fails in a second instead of after a submit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.base import (
+    PaimonSparkJobOperator,
+    optional_int,
+    optional_str,
+)
+from airflow_provider_paimon.paimon.names import validate_branch_name, validate_tag_name
+
+BACKUP_KINDS = ("tag", "branch")
+
+
+class _BranchOperator(PaimonSparkJobOperator):
+    """Shared by the branch operators: a ``branch`` argument and the ``branch`` job family."""
+
+    job_family = "branch"
+    action = ""
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "branch")
+
+    def __init__(self, *, branch: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.branch = branch
+
+    def job_args(self) -> list[str]:
+        return [self.action, "--branch", self.branch]
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        validate_branch_name(self.branch)
+        self.require_branch(hook, self.branch)
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, self.branch)]
+
+
+class BranchCreateOperator(_BranchOperator):
+    """Create ``branch`` on ``table``: empty, from ``tag``, or from ``snapshot_id``.
+
+    Fails before submitting when the name is invalid, the branch already exists, or the
+    tag/snapshot does not exist. XCom: the job's result (branch, source, snapshot).
+    """
+
+    action = "create"
+    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "tag", "snapshot_id")
+
+    def __init__(
+        self,
+        *,
+        tag: str | None = None,
+        snapshot_id: int | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.tag = tag
+        self.snapshot_id = snapshot_id
+
+    def job_args(self) -> list[str]:
+        args = [self.action, "--branch", self.branch]
+        tag = optional_str(self.tag)
+        snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
+        if tag is not None:
+            args += ["--tag", tag]
+        if snapshot_id is not None:
+            args += ["--snapshot-id", str(snapshot_id)]
+        return args
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        validate_branch_name(self.branch)
+        tag = optional_str(self.tag)
+        snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
+        if tag is not None and snapshot_id is not None:
+            self.fail("give either tag or snapshot_id, not both")
+        if hook.branch_exists(self.table, self.branch):
+            self.fail(f"branch {self.branch!r} already exists on {self.table}")
+        if tag is not None:
+            self.require_tag(hook, tag)
+        if snapshot_id is not None:
+            self.require_snapshot(hook, snapshot_id)
+
+    def input_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, None)]
+
+
+class BranchDeleteOperator(_BranchOperator):
+    """Delete ``branch`` from ``table`` (fails before submitting if it does not exist)."""
+
+    action = "delete"
+
+
+class BranchRenameOperator(_BranchOperator):
+    """Rename ``branch`` to ``new_name`` (both checked before submitting)."""
+
+    action = "rename"
+    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "new_name")
+
+    def __init__(self, *, new_name: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.new_name = new_name
+
+    def job_args(self) -> list[str]:
+        return [self.action, "--branch", self.branch, "--new-name", self.new_name]
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        super().check_before_submit(hook)
+        validate_branch_name(self.new_name)
+        if hook.branch_exists(self.table, self.new_name):
+            self.fail(f"branch {self.new_name!r} already exists on {self.table}")
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, self.new_name)]
+
+
+class MergeBranchOperator(_BranchOperator):
+    """Fast-forward main to ``branch`` (the seed's merge-branch).
+
+    Main takes the branch's snapshots, schemas and tags from the branch point on; main's
+    own later snapshots, schemas and tags go. XCom: the job's result.
+    """
+
+    action = "fast-forward"
+
+    def input_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, self.branch)]
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, None)]
+
+
+class ReplaceMainBranchOperator(_BranchOperator):
+    """Replace main with ``branch``: afterwards main reads exactly as the branch did.
+
+    By default the previous main is kept as a tag (``backup_kind='branch'`` for a
+    branch) named ``backup_name`` (the job picks a name when not given), so the
+    replacement can be undone; ``backup=False`` keeps nothing. XCom: the job's result,
+    with ``main_snapshot_id`` and ``backup`` ({kind, name} or null).
+    """
+
+    action = "replace-main"
+    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "backup_name")
+
+    def __init__(
+        self,
+        *,
+        backup: bool = True,
+        backup_name: str | None = None,
+        backup_kind: str = "tag",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if backup_kind not in BACKUP_KINDS:
+            raise ValueError(f"backup_kind must be one of {BACKUP_KINDS}, got {backup_kind!r}")
+        self.backup = backup
+        self.backup_name = backup_name
+        self.backup_kind = backup_kind
+
+    def job_args(self) -> list[str]:
+        args = [self.action, "--branch", self.branch]
+        if not self.backup:
+            return args + ["--no-backup"]
+        name = optional_str(self.backup_name)
+        if name is not None:
+            args += ["--backup-name", name]
+        return args + ["--backup-kind", self.backup_kind]
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        super().check_before_submit(hook)
+        name = optional_str(self.backup_name)
+        if not self.backup or name is None:
+            return
+        if self.backup_kind == "tag":
+            validate_tag_name(name)
+            if hook.tag_exists(self.table, name):
+                self.fail(f"backup tag {name!r} already exists on {self.table}")
+        else:
+            validate_branch_name(name)
+            if hook.branch_exists(self.table, name):
+                self.fail(f"backup branch {name!r} already exists on {self.table}")
+
+    def input_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, self.branch)]
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, None)]

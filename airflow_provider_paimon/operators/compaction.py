@@ -1,0 +1,178 @@
+"""CompactionOperator: merge the small files of an append table with a Spark job.
+
+The ``compact`` job (``spark/jobs/compact.py``) plans as Paimon does, rewrites the bins
+on executors and commits one COMPACT snapshot. This operator checks what metadata can
+tell (table exists and is an append table, branch exists, partition columns are real)
+and turns the job's summary into a readable log line and the XCom return value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.base import (
+    PaimonSparkJobOperator,
+    optional_int,
+    optional_str,
+)
+from airflow_provider_paimon.paimon.names import is_main
+
+PartitionSpec = Mapping[str, Any] | str
+_POSITIVE_INT_OPTIONS = ("compaction.min.file-num", "compaction.max.file-num")
+_POSITIVE_FLOAT_OPTIONS = ("compaction.small-file-ratio",)
+
+
+def partition_arg(spec: PartitionSpec) -> str:
+    """``{"dt": "2026-11-01", "hr": 3}`` or ``"dt=2026-11-01,hr=3"`` -> ``dt=2026-11-01,hr=3``."""
+    if isinstance(spec, str):
+        return spec.strip()
+    return ",".join(f"{key}={value}" for key, value in spec.items())
+
+
+def partition_keys_of(spec: PartitionSpec) -> list[str]:
+    return [pair.partition("=")[0].strip() for pair in partition_arg(spec).split(",") if pair]
+
+
+def human_bytes(size: Any) -> str:
+    try:
+        value = float(size)
+    except (TypeError, ValueError):
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover
+
+
+def summarize(table: str, branch: str | None, result: Mapping[str, Any]) -> str:
+    """One readable line from the compaction job's result."""
+    where = table if is_main(branch) else f"{table} (branch {branch})"
+    before = f"{result.get('files_before', '?')} files ({human_bytes(result.get('bytes_before'))})"
+    after = f"{result.get('files_after', '?')} files ({human_bytes(result.get('bytes_after'))})"
+    duration = result.get("duration_s")
+    took = f"{float(duration):.1f} s" if isinstance(duration, (int, float)) else "? s"
+    if result.get("dry_run"):
+        return f"Compaction plan for {where}: {before} -> {after} in {result.get('bins', '?')} bins (dry run, nothing committed)"
+    if not result.get("committed"):
+        message = result.get("message") or "nothing to compact"
+        return f"Compaction of {where}: nothing committed ({message}); {before}; took {took}"
+    return (
+        f"Compaction of {where}: {before} -> {after}, snapshot {result.get('snapshot_id')}, "
+        f"{result.get('bins', '?')} bins, took {took}"
+    )
+
+
+class CompactionOperator(PaimonSparkJobOperator):
+    """Compact the small files of an append table (or one branch of it).
+
+    :param table: ``database.table`` (templated).
+    :param branch: compact this branch instead of main (templated).
+    :param partitions: only these partitions: dicts ``{"dt": "2026-11-01"}`` or strings
+        ``"dt=2026-11-01,hr=3"`` (templated).
+    :param where: a partition filter expression instead of ``partitions`` (templated).
+    :param options: per-run overrides of table options, e.g. ``target-file-size``,
+        ``compaction.small-file-ratio``, ``compaction.min.file-num`` (templated).
+    :param dry_run: plan and report, commit nothing.
+    :param max_retries: re-plan and retry this many times after a conflicting commit.
+
+    XCom: files_before, bytes_before, files_after, bytes_after, snapshot_id, committed,
+    duration_s, bins, message.
+    """
+
+    job_family = "compact"
+    template_fields: Sequence[str] = (
+        *PaimonSparkJobOperator.template_fields,
+        "branch",
+        "partitions",
+        "where",
+        "options",
+    )
+
+    def __init__(
+        self,
+        *,
+        branch: str | None = None,
+        partitions: Sequence[PartitionSpec] | None = None,
+        where: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+        max_retries: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.branch = branch
+        self.partitions = list(partitions or [])
+        self.where = where
+        self.options = dict(options or {})
+        self.dry_run = dry_run
+        self.max_retries = max_retries
+
+    def job_args(self) -> list[str]:
+        args: list[str] = []
+        branch = optional_str(self.branch)
+        if not is_main(branch):
+            args += ["--branch", branch]  # type: ignore[list-item]
+        for spec in self.partitions:
+            args += ["--partition", partition_arg(spec)]
+        where = optional_str(self.where)
+        if where is not None:
+            args += ["--where", where]
+        for key, value in sorted(self.options.items()):
+            args += ["--option", f"{key}={value}"]
+        if self.dry_run:
+            args.append("--dry-run")
+        retries = optional_int(self.max_retries, "max_retries")
+        if retries is not None:
+            args += ["--max-retries", str(retries)]
+        return args
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        branch = optional_str(self.branch)
+        self.require_branch(hook, branch)
+        schema = hook.get_schema(self.table, branch)
+        if schema["primary_keys"]:
+            self.fail(
+                f"{self.table} is a primary-key table (keys: {', '.join(schema['primary_keys'])}); "
+                "this compaction handles append tables only (primary-key tables compact in "
+                "their writers)"
+            )
+        partition_keys = schema["partition_keys"]
+        for spec in self.partitions:
+            unknown = [k for k in partition_keys_of(spec) if k not in partition_keys]
+            if unknown or not partition_arg(spec):
+                known = ", ".join(partition_keys) or "none, the table is not partitioned"
+                self.fail(
+                    f"partition {partition_arg(spec)!r} names columns that are not partition "
+                    f"keys of {self.table}: {', '.join(unknown) or 'none given'} (partition keys: {known})"
+                )
+        retries = optional_int(self.max_retries, "max_retries")
+        if retries is not None and retries < 0:
+            self.fail(f"max_retries must be >= 0, got {retries}")
+        self._check_options()
+
+    def _check_options(self) -> None:
+        for key in _POSITIVE_INT_OPTIONS:
+            if key in self.options:
+                value = optional_int(self.options[key], f"option {key}")
+                if value is None or value < 1:
+                    self.fail(f"option {key} must be at least 1, got {self.options[key]!r}")
+        for key in _POSITIVE_FLOAT_OPTIONS:
+            if key in self.options:
+                try:
+                    ratio = float(self.options[key])
+                except (TypeError, ValueError):
+                    ratio = -1.0
+                if ratio <= 0:
+                    self.fail(f"option {key} must be a positive number, got {self.options[key]!r}")
+        for key, value in self.options.items():
+            if str(value).strip().startswith("-"):
+                self.fail(f"option {key} must not be negative, got {value!r}")
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, optional_str(self.branch))]
+
+    def report(self, result: dict[str, Any]) -> None:
+        self.log.info("%s", summarize(self.table, optional_str(self.branch), result))

@@ -1,0 +1,87 @@
+"""Tag operators: create and delete tags on main or on a branch.
+
+They submit the ``tag`` job family (``spark/jobs/tag.py``). A tag is cheap metadata,
+but going through the same job keeps one code path (and one audit trail in Spark) for
+every change to a table; the checks here make a bad name or a missing snapshot fail
+before any submit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.base import (
+    PaimonSparkJobOperator,
+    optional_int,
+    optional_str,
+)
+from airflow_provider_paimon.paimon.names import is_main, validate_tag_name
+
+
+class _TagOperator(PaimonSparkJobOperator):
+    job_family = "tag"
+    action = ""
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "tag", "branch")
+
+    def __init__(self, *, tag: str, branch: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tag = tag
+        self.branch = branch
+
+    def _branch_args(self) -> list[str]:
+        branch = optional_str(self.branch)
+        return [] if is_main(branch) else ["--branch", branch]  # type: ignore[list-item]
+
+    def output_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, optional_str(self.branch))]
+
+
+class TagCreateOperator(_TagOperator):
+    """Tag ``snapshot_id`` (default: the latest snapshot) of ``table`` on ``branch`` (default main).
+
+    Fails before submitting when the name is invalid, the tag exists, the branch or
+    snapshot does not exist, or there is no snapshot to tag. XCom: the job's result.
+    """
+
+    action = "create"
+    template_fields: Sequence[str] = (*_TagOperator.template_fields, "snapshot_id")
+
+    def __init__(self, *, snapshot_id: int | str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.snapshot_id = snapshot_id
+
+    def job_args(self) -> list[str]:
+        args = [self.action, "--tag", self.tag, *self._branch_args()]
+        snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
+        if snapshot_id is not None:
+            args += ["--snapshot-id", str(snapshot_id)]
+        return args
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        validate_tag_name(self.tag)
+        branch = optional_str(self.branch)
+        self.require_branch(hook, branch)
+        if hook.tag_exists(self.table, self.tag, branch):
+            self.fail(f"tag {self.tag!r} already exists on {self.table}")
+        snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
+        if snapshot_id is not None:
+            self.require_snapshot(hook, snapshot_id, branch)
+        elif hook.get_latest_snapshot_id(self.table, branch) is None:
+            self.fail(f"{self.table} has no snapshot to tag yet (write to it first)")
+
+
+class TagDeleteOperator(_TagOperator):
+    """Delete ``tag`` of ``table`` on ``branch`` (default main); it must exist."""
+
+    action = "delete"
+
+    def job_args(self) -> list[str]:
+        return [self.action, "--tag", self.tag, *self._branch_args()]
+
+    def check_before_submit(self, hook: PaimonHook) -> None:
+        validate_tag_name(self.tag)
+        branch = optional_str(self.branch)
+        self.require_branch(hook, branch)
+        self.require_tag(hook, self.tag, branch)
