@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_provider_paimon import __version__
 from openlineage.client.event_v2 import (
     InputDataset,
     Job,
@@ -36,6 +35,8 @@ from openlineage.client.facet_v2 import (
     processing_engine_run,
 )
 from openlineage.client.uuid import generate_new_uuid
+
+from airflow_provider_paimon import __version__
 
 from .datasets import DatasetStats, SchemaField, paimon_dataset
 from .facets import PAIMON_BATCH_FACET_KEY, PRODUCER, PaimonBatchRunFacet, PaimonTableSnapshot

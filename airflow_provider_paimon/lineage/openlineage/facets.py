@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import attr
+from openlineage.client.facet_v2 import RunFacet
+from openlineage.client.utils import RedactMixin
 
 from airflow_provider_paimon import __version__
 from airflow_provider_paimon.paimon.names import MAIN_BRANCH, is_main
-from openlineage.client.facet_v2 import RunFacet
-from openlineage.client.utils import RedactMixin
 
 from .naming import dataset_name, warehouse_namespace
 

@@ -1,0 +1,59 @@
+"""The lineage store: the seed's table and data lineage in SQL, its queries and CLI.
+
+Imports neither Spark nor Airflow. Start with ``LineageStore.from_url(url)``; see
+docs/lineage.md for the schema, the API and the ``paimon-lineage`` command.
+"""
+
+from .entities import DataLineage, LineageFilter, SnapshotRef, TableLineage
+from .errors import (
+    InvalidLineageArgumentError,
+    LineageError,
+    LineageStoreUnavailableError,
+    ReadOnlyLineageError,
+    SchemaVersionError,
+    UnsupportedBackendError,
+)
+from .queries import (
+    ImpactedTable,
+    ImpactReport,
+    LineageNode,
+    TableEdge,
+    TableGraph,
+    downstream,
+    impact,
+    table_graph,
+    upstream,
+)
+from .retry import RetryPolicy
+from .schema import LATEST_VERSION
+from .store import LineageStore
+from .url import DEFAULT_DATABASE, ENV_URL, default_url, mask_url
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "ENV_URL",
+    "LATEST_VERSION",
+    "DataLineage",
+    "ImpactReport",
+    "ImpactedTable",
+    "InvalidLineageArgumentError",
+    "LineageError",
+    "LineageFilter",
+    "LineageNode",
+    "LineageStore",
+    "LineageStoreUnavailableError",
+    "ReadOnlyLineageError",
+    "RetryPolicy",
+    "SchemaVersionError",
+    "SnapshotRef",
+    "TableEdge",
+    "TableGraph",
+    "TableLineage",
+    "UnsupportedBackendError",
+    "default_url",
+    "downstream",
+    "impact",
+    "mask_url",
+    "table_graph",
+    "upstream",
+]

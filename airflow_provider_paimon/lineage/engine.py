@@ -1,0 +1,161 @@
+"""One SQLAlchemy engine per store, set up for its backend, and the migration lock.
+
+- SQLite: WAL journal so readers never wait for writers, a 30 s busy timeout, and
+  explicit ``BEGIN`` (``BEGIN IMMEDIATE`` when asked) so a multi-process writer waits
+  for the lock instead of failing half way through a transaction.
+- MySQL/MariaDB: the system database (``paimon``) is a MySQL database, created with a
+  binary utf8mb4 collation (names compare case-sensitively, as on the other backends).
+- PostgreSQL: the system database is a schema inside the URL's database (no CREATEDB
+  privilege needed), made the connection's ``search_path`` so the seed's unqualified
+  SQL runs as written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL
+from sqlalchemy.pool import StaticPool
+
+from .errors import InvalidLineageArgumentError
+from .url import backend_of, mask_url
+
+IMMEDIATE = "paimon_sqlite_immediate"
+LOCK_TIMEOUT_S = 60
+
+
+def _sqlite_engine(url: URL, options: dict[str, Any]) -> sa.Engine:
+    path = url.database or ""
+    memory = path in ("", ":memory:") or path.startswith("file::memory:")
+    if not memory and not Path(path).expanduser().parent.is_dir():
+        raise InvalidLineageArgumentError(
+            f"lineage store SQLite file {path!r}: directory {str(Path(path).parent)!r} does "
+            "not exist; create it or point the URL at an existing directory"
+        )
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    if memory:
+        kwargs["poolclass"] = StaticPool
+    engine = sa.create_engine(url, **kwargs, **options)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
+        cur = dbapi_conn.cursor()
+        if not memory:
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        immediate = conn.get_execution_options().get(IMMEDIATE)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def server_url(url: URL, database: str) -> URL:
+    """The URL the store's engine connects with (MySQL: the system database)."""
+    if backend_of(url) == "mysql":
+        return url.set(database=database)
+    return url
+
+
+def create_store_engine(url: URL, database: str, options: dict[str, Any] | None = None) -> sa.Engine:
+    """An engine whose connections see the store's tables unqualified."""
+    opts = dict(options or {})
+    backend = backend_of(url)
+    if backend == "sqlite":
+        return _sqlite_engine(url, opts)
+    opts.setdefault("pool_pre_ping", True)
+    opts.setdefault("pool_size", 5)
+    opts.setdefault("max_overflow", 10)
+    opts.setdefault("pool_recycle", 1800)
+    connect_args = dict(opts.pop("connect_args", {}))
+    if backend == "postgresql":
+        connect_args["options"] = f"-c search_path={database}"
+        connect_args.setdefault("connect_timeout", 10)
+    else:
+        connect_args.setdefault("connect_timeout", 10)
+        connect_args.setdefault("charset", "utf8mb4")
+    return sa.create_engine(server_url(url, database), connect_args=connect_args, **opts)
+
+
+def create_mysql_database(url: URL, database: str) -> None:
+    """Create the system database on the MySQL server of ``url`` if it is missing."""
+    engine = sa.create_engine(url, connect_args={"connect_timeout": 10, "charset": "utf8mb4"})
+    try:
+        with engine.connect() as conn, named_lock(conn, "mysql", f"create:{database}"):
+            exists = conn.execute(
+                sa.text("SELECT 1 FROM information_schema.schemata WHERE schema_name = :n"),
+                {"n": database},
+            ).first()
+            if not exists:
+                conn.exec_driver_sql(
+                    f"CREATE DATABASE IF NOT EXISTS `{database}` "
+                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                )
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def named_lock(conn: sa.Connection, backend: str, name: str) -> Iterator[None]:
+    """A server-side lock held by ``conn`` (MySQL ``GET_LOCK``, PostgreSQL advisory lock)."""
+    key = f"paimon_lineage:{name}"[:64]
+    if backend == "mysql":
+        got = conn.execute(sa.text("SELECT GET_LOCK(:k, :t)"), {"k": key, "t": LOCK_TIMEOUT_S}).scalar()
+        if got != 1:
+            raise TimeoutError(f"could not take lock {key!r} within {LOCK_TIMEOUT_S}s")
+        try:
+            yield
+        finally:
+            conn.execute(sa.text("SELECT RELEASE_LOCK(:k)"), {"k": key})
+            conn.commit()
+    elif backend == "postgresql":
+        lock_id = zlib.crc32(key.encode())
+        conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": lock_id})
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id})
+            conn.commit()
+    else:
+        yield
+
+
+def ensure_schema(engine: sa.Engine, database: str) -> int:
+    """Create or upgrade the store's tables; return its schema version.
+
+    Fast path: one read when the store is current. Otherwise the migration runs under
+    a lock (SQLite: one ``BEGIN IMMEDIATE`` transaction), so concurrent first users
+    neither fail nor migrate twice.
+    """
+    from . import schema
+
+    where = mask_url(engine.url)
+    with engine.connect() as conn:
+        version = schema.read_version(conn)
+        schema.check_not_newer(version, where)
+        if version == schema.LATEST_VERSION:
+            return version
+    backend = backend_of(engine.url)
+    if backend == "sqlite":
+        with engine.connect() as conn:
+            conn.execution_options(**{IMMEDIATE: True})
+            with conn.begin():
+                return schema.migrate(conn, where, single_transaction=True)
+    with engine.connect() as conn, named_lock(conn, backend, f"migrate:{database}"):
+        if backend == "postgresql":
+            conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{database}"')
+            conn.commit()
+        return schema.migrate(conn, where)

@@ -1,0 +1,80 @@
+"""Retry what is transient: deadlocks, lock timeouts, a busy SQLite file, lost connections.
+
+Many jobs write lineage at once (the seed's first requirement). Databases resolve
+write conflicts by failing one side (MySQL deadlock 1213, PostgreSQL 40P01/40001,
+SQLite "database is locked"); that failure must not reach the job. Every store write
+is an idempotent upsert run in one transaction, so running it again is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy import exc
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# MySQL/MariaDB error codes: lock wait timeout, deadlock, too many connections, can't
+# connect, server gone away, lost connection, connection killed, client timeout.
+_MYSQL_TRANSIENT = {1205, 1213, 1040, 2003, 2006, 2013, 1927, 4031}
+# PostgreSQL SQLSTATEs: serialization failure, deadlock, lock not available, shutdown,
+# cannot connect now, too many connections, connection exceptions.
+_PG_TRANSIENT = {"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "53300"}
+_SQLITE_TRANSIENT = ("database is locked", "database table is locked", "busy")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry: exponential backoff with jitter."""
+
+    attempts: int = 8
+    base_delay: float = 0.02
+    max_delay: float = 1.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to sleep before retry number ``attempt`` (1-based)."""
+        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+
+
+def is_transient(err: BaseException) -> bool:
+    """Whether running the same transaction again may succeed."""
+    if not isinstance(err, exc.DBAPIError):
+        return False
+    if err.connection_invalidated:
+        return True
+    orig = err.orig
+    module = type(orig).__module__
+    if module.startswith("pymysql"):
+        code = orig.args[0] if getattr(orig, "args", None) else None
+        return code in _MYSQL_TRANSIENT
+    if module.startswith("psycopg"):
+        code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+        if code is None:  # no SQLSTATE: the connection itself failed
+            return isinstance(err, exc.OperationalError)
+        return code in _PG_TRANSIENT or code.startswith("08")
+    if module.startswith("sqlite3"):
+        text = str(orig).lower()
+        return any(marker in text for marker in _SQLITE_TRANSIENT)
+    return False
+
+
+def with_retry(fn: Callable[[], T], policy: RetryPolicy, what: str) -> T:
+    """Run ``fn``; on a transient error sleep and run it again, up to ``policy.attempts``."""
+    attempt = 1
+    while True:
+        try:
+            return fn()
+        except exc.DBAPIError as err:
+            if attempt >= policy.attempts or not is_transient(err):
+                raise
+            pause = policy.delay(attempt)
+            # The driver's message is not logged: it may quote parameters.
+            log.debug("%s: transient %s, retry %d in %.3fs", what, type(err.orig).__name__, attempt, pause)
+            time.sleep(pause)
+            attempt += 1

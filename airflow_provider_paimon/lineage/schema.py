@@ -1,0 +1,199 @@
+"""The store's tables (SQLAlchemy Core) and the migrations that create and evolve them.
+
+Version 1 is the seed's schema exactly: ``source_job_lineage``/``sink_job_lineage``
+(job, database, table, create_time; key job+database+table),
+``source_snapshot_lineage``/``sink_snapshot_lineage`` (job, barrier_id, database,
+table, snapshot_id, create_time; key job+barrier_id+database+table) and ``options``.
+Later versions only add (a ``branch`` column, lookup indexes, the barrier sequence),
+so the seed's SQL keeps running on the store. ``schema_version`` holds one row per
+applied migration; a store whose version is newer than ``LATEST_VERSION`` is refused
+rather than written with an old idea of the schema.
+
+Every migration step checks before it changes (MySQL commits DDL at once), so a
+migration killed half way is finished by the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+from .errors import SchemaVersionError
+
+NAME = sa.String(255)
+TIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+ID = sa.BigInteger()
+
+SOURCE_JOB = "source_job_lineage"
+SINK_JOB = "sink_job_lineage"
+SOURCE_SNAPSHOT = "source_snapshot_lineage"
+SINK_SNAPSHOT = "sink_snapshot_lineage"
+OPTIONS = "options"
+BARRIER_SEQUENCE = "barrier_sequence"
+SCHEMA_VERSION = "schema_version"
+
+#: The tables users may read (the Spark ``paimon-lineage`` source offers these).
+READABLE_TABLES = (SOURCE_JOB, SINK_JOB, SOURCE_SNAPSHOT, SINK_SNAPSHOT, OPTIONS)
+JOB_TABLES = (SOURCE_JOB, SINK_JOB)
+SNAPSHOT_TABLES = (SOURCE_SNAPSHOT, SINK_SNAPSHOT)
+
+
+def _job_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
+    cols = [
+        sa.Column("job", NAME, primary_key=True),
+        sa.Column("database", NAME, primary_key=True),
+        sa.Column("table", NAME, primary_key=True),
+        sa.Column("create_time", TIME, nullable=False),
+    ]
+    if with_branch:
+        cols.append(sa.Column("branch", NAME, nullable=False, server_default="main"))
+    return sa.Table(name, md, *cols)
+
+
+def _snapshot_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
+    cols = [
+        sa.Column("job", NAME, primary_key=True),
+        sa.Column("barrier_id", ID, primary_key=True, autoincrement=False),
+        sa.Column("database", NAME, primary_key=True),
+        sa.Column("table", NAME, primary_key=True),
+        sa.Column("snapshot_id", ID, nullable=False),
+        sa.Column("create_time", TIME, nullable=False),
+    ]
+    if with_branch:
+        cols.append(sa.Column("branch", NAME, nullable=False, server_default="main"))
+    return sa.Table(name, md, *cols)
+
+
+def _options_table(md: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        OPTIONS, md, sa.Column("key", NAME, primary_key=True), sa.Column("value", sa.Text())
+    )
+
+
+# The seed's schema as written (version 1). The benchmark's baseline uses it too.
+seed_metadata = sa.MetaData()
+for _name in JOB_TABLES:
+    _job_table(seed_metadata, _name, with_branch=False)
+for _name in SNAPSHOT_TABLES:
+    _snapshot_table(seed_metadata, _name, with_branch=False)
+_options_table(seed_metadata)
+
+# The current schema (LATEST_VERSION); queries are built against these objects.
+metadata = sa.MetaData()
+source_job_lineage = _job_table(metadata, SOURCE_JOB, with_branch=True)
+sink_job_lineage = _job_table(metadata, SINK_JOB, with_branch=True)
+source_snapshot_lineage = _snapshot_table(metadata, SOURCE_SNAPSHOT, with_branch=True)
+sink_snapshot_lineage = _snapshot_table(metadata, SINK_SNAPSHOT, with_branch=True)
+options = _options_table(metadata)
+barrier_sequence = sa.Table(
+    BARRIER_SEQUENCE,
+    metadata,
+    sa.Column("job", NAME, primary_key=True),
+    sa.Column("last_barrier_id", ID, nullable=False),
+)
+schema_version = sa.Table(
+    SCHEMA_VERSION,
+    metadata,
+    sa.Column("version", sa.Integer(), primary_key=True, autoincrement=False),
+    sa.Column("description", NAME, nullable=False),
+    sa.Column("applied_at", TIME, nullable=False),
+)
+
+# Lookups by (database, table, snapshot): one hop up/downstream starts here, and each
+# further hop joins back on the primary key's (job, barrier_id) prefix.
+LOOKUP_INDEXES = {
+    "ix_source_snapshot_lineage_lookup": (SOURCE_SNAPSHOT, ("database", "table", "snapshot_id")),
+    "ix_sink_snapshot_lineage_lookup": (SINK_SNAPSHOT, ("database", "table", "snapshot_id")),
+    "ix_source_job_lineage_table": (SOURCE_JOB, ("database", "table")),
+    "ix_sink_job_lineage_table": (SINK_JOB, ("database", "table")),
+}
+for _ix, (_tname, _cols) in LOOKUP_INDEXES.items():
+    sa.Index(_ix, *(metadata.tables[_tname].c[c] for c in _cols))
+
+TABLES = {t.name: t for t in metadata.sorted_tables}
+
+
+def _v1_seed_tables(conn: sa.Connection) -> None:
+    seed_metadata.create_all(conn, checkfirst=True)
+
+
+def _v2_branch_and_indexes(conn: sa.Connection) -> None:
+    inspector = sa.inspect(conn)
+    quote = conn.dialect.identifier_preparer.quote
+    for name in JOB_TABLES + SNAPSHOT_TABLES:
+        if "branch" not in {c["name"] for c in inspector.get_columns(name)}:
+            conn.exec_driver_sql(
+                f"ALTER TABLE {quote(name)} ADD COLUMN branch VARCHAR(255) NOT NULL DEFAULT 'main'"
+            )
+    for index in (ix for t in metadata.tables.values() for ix in t.indexes):
+        if index.name not in {i["name"] for i in inspector.get_indexes(index.table.name)}:
+            index.create(conn)
+
+
+def _v3_barrier_sequence(conn: sa.Connection) -> None:
+    barrier_sequence.create(conn, checkfirst=True)
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[sa.Connection], None]
+
+
+MIGRATIONS = (
+    Migration(1, "seed tables: job and snapshot lineage, options", _v1_seed_tables),
+    Migration(2, "branch column and lookup indexes", _v2_branch_and_indexes),
+    Migration(3, "per-job barrier sequence for batch jobs", _v3_barrier_sequence),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def read_version(conn: sa.Connection) -> int:
+    """The store's schema version; 0 when it has no ``schema_version`` table yet."""
+    if not sa.inspect(conn).has_table(SCHEMA_VERSION):
+        return 0
+    return int(conn.execute(sa.select(sa.func.max(schema_version.c.version))).scalar() or 0)
+
+
+def check_not_newer(version: int, where: str) -> None:
+    """Refuse a store written by a newer package (its schema may mean other things)."""
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(
+            f"lineage store {where} has schema version {version}, but this "
+            f"airflow-provider-paimon supports up to version {LATEST_VERSION}; upgrade "
+            "airflow-provider-paimon (pip install -U airflow-provider-paimon) to use it"
+        )
+
+
+def migrate(
+    conn: sa.Connection, where: str, target: int = LATEST_VERSION, *, single_transaction: bool = False
+) -> int:
+    """Apply the missing migrations up to ``target`` on ``conn`` (caller holds the lock).
+
+    Commits after each step, so the version row is written only once its step is done;
+    with ``single_transaction`` (SQLite, whose write transaction is the lock) the caller
+    commits once at the end instead. Returns the version the store is at afterwards.
+    """
+    commit = (lambda: None) if single_transaction else conn.commit
+    schema_version.create(conn, checkfirst=True)
+    commit()
+    version = read_version(conn)
+    check_not_newer(version, where)
+    for migration in MIGRATIONS:
+        if version < migration.version <= target:
+            migration.apply(conn)
+            conn.execute(
+                schema_version.insert().values(
+                    version=migration.version,
+                    description=migration.description,
+                    applied_at=datetime.now(timezone.utc).replace(tzinfo=None),
+                )
+            )
+            commit()
+            version = migration.version
+    return version

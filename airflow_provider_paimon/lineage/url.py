@@ -1,0 +1,162 @@
+"""Lineage store URLs: which backends, default location, and masking the password.
+
+The store is addressed by a SQLAlchemy URL (the seed's ``jdbc.url``). Everything that
+prints a URL (errors, logs, ``repr``, the CLI) goes through ``mask_url``; anything that
+prints a driver's message goes through ``scrub`` so a password echoed back by a driver
+is removed too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from .errors import InvalidLineageArgumentError, UnsupportedBackendError
+
+#: Environment variable that names the store when no URL is given.
+ENV_URL = "PAIMON_LINEAGE_URL"
+#: Default system database name (the seed's ``jdbc.database``).
+DEFAULT_DATABASE = "paimon"
+MASK = "***"
+
+# backend -> (default driver, pip requirement that brings it)
+_BACKENDS = {
+    "sqlite": ("pysqlite", "the Python standard library"),
+    "mysql": ("pymysql", "pymysql"),
+    "mariadb": ("pymysql", "pymysql"),
+    "postgresql": ("psycopg2", "psycopg2-binary (extra 'postgres')"),
+}
+_SECRET_QUERY_KEYS = re.compile(r"(?i)pass|secret|token|key")
+_DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_USERINFO = re.compile(r"(://[^:/@\s]*:)([^@\s]*)(@)")
+
+
+def default_sqlite_path() -> Path:
+    """``$PAIMON_HOME/lineage.sqlite`` (``~/.paimon`` when unset)."""
+    home = os.environ.get("PAIMON_HOME") or str(Path.home() / ".paimon")
+    return Path(home).expanduser() / "lineage.sqlite"
+
+
+def default_url() -> str:
+    """``$PAIMON_LINEAGE_URL``, else a SQLite file at ``default_sqlite_path()``."""
+    return os.environ.get(ENV_URL) or f"sqlite:///{default_sqlite_path()}"
+
+
+def mask_url(url: str | URL) -> str:
+    """The URL as text with its password (and secret-looking query values) replaced."""
+    try:
+        parsed = url if isinstance(url, URL) else make_url(str(url))
+    except Exception:  # noqa: BLE001 - unparsable: mask by pattern, never echo as is
+        return _USERINFO.sub(lambda m: m.group(1) + MASK + m.group(3), str(url))
+    if parsed.password is not None:
+        parsed = parsed.set(password=MASK)
+    secret = {k: MASK for k in parsed.query if _SECRET_QUERY_KEYS.search(k)}
+    if secret:
+        parsed = parsed.update_query_dict(secret)
+    return parsed.render_as_string(hide_password=False)
+
+
+def secrets_of(url: str | URL) -> list[str]:
+    """The secret strings inside ``url`` (password, secret query values)."""
+    try:
+        parsed = url if isinstance(url, URL) else make_url(str(url))
+    except Exception:  # noqa: BLE001
+        match = _USERINFO.search(str(url))
+        return [match.group(2)] if match and match.group(2) else []
+    found = [parsed.password] if parsed.password else []
+    for key, value in parsed.query.items():
+        if _SECRET_QUERY_KEYS.search(key):
+            found.extend([value] if isinstance(value, str) else list(value))
+    return [s for s in found if s]
+
+
+def scrub(text: str, url: str | URL) -> str:
+    """``text`` with every secret of ``url`` replaced by ``***``."""
+    for secret in sorted(secrets_of(url), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def backend_of(url: URL) -> str:
+    """``sqlite``, ``mysql`` (MySQL and MariaDB) or ``postgresql``."""
+    name = url.get_backend_name()
+    return "mysql" if name == "mariadb" else name
+
+
+def parse_url(url: str | URL | None) -> URL:
+    """Parse and check a store URL; fill in the default driver (pymysql, psycopg2).
+
+    Raises ``UnsupportedBackendError`` for another database and
+    ``InvalidLineageArgumentError`` for text that is not a URL. Touches nothing.
+    """
+    raw = default_url() if url is None or url == "" else url
+    if isinstance(raw, str) and raw.startswith("postgres://"):
+        raw = "postgresql://" + raw[len("postgres://"):]
+    try:
+        parsed = raw if isinstance(raw, URL) else make_url(str(raw))
+    except ArgumentError:
+        raise InvalidLineageArgumentError(
+            f"lineage store URL {mask_url(str(raw))!r} is not a SQLAlchemy URL; use e.g. "
+            "'sqlite:////path/lineage.sqlite', 'mysql+pymysql://user:pass@host:3306' or "
+            "'postgresql+psycopg2://user:pass@host:5432/db'"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in _BACKENDS:
+        raise UnsupportedBackendError(
+            f"lineage store URL {mask_url(parsed)!r} uses backend {backend!r}; supported are "
+            "sqlite, mysql/mariadb (pymysql) and postgresql (psycopg2)"
+        )
+    if "+" not in parsed.drivername:
+        parsed = parsed.set(drivername=f"{backend}+{_BACKENDS[backend][0]}")
+    return parsed
+
+
+def driver_requirement(url: URL) -> str:
+    """What to install for ``url``'s driver (for 'driver missing' errors)."""
+    return _BACKENDS.get(url.get_backend_name(), ("", "its DBAPI driver"))[1]
+
+
+def check_database_name(name: object) -> str:
+    """The system database name must be a plain identifier (it is put into DDL)."""
+    if not isinstance(name, str) or not _DATABASE_NAME.match(name):
+        raise InvalidLineageArgumentError(
+            f"lineage database name {name!r} must be a plain identifier (letters, digits, "
+            "underscore; not starting with a digit; at most 63 characters), e.g. 'paimon'"
+        )
+    return name
+
+
+def build_url(
+    backend: str,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    database: str | None = None,
+    query: dict[str, str] | None = None,
+) -> URL:
+    """A store URL from parts (what an Airflow connection holds)."""
+    name = (backend or "").strip().lower()
+    if name in ("postgres", "pg"):
+        name = "postgresql"
+    if name not in _BACKENDS:
+        raise UnsupportedBackendError(
+            f"lineage store backend {backend!r} is not supported; use sqlite, mysql, "
+            "mariadb or postgresql"
+        )
+    if name == "sqlite":
+        return URL.create("sqlite+pysqlite", database=database or str(default_sqlite_path()))
+    return URL.create(
+        f"{name}+{_BACKENDS[name][0]}",
+        username=username or None,
+        password=password or None,
+        host=host or None,
+        port=int(port) if port else None,
+        database=database or None,
+        query=query or {},
+    )
