@@ -1,0 +1,230 @@
+"""Commit a compaction as one Paimon COMPACT snapshot.
+
+pypaimon refuses compact increments, so this writes the snapshot itself, with
+pypaimon's manifest, manifest-list and snapshot-commit writers, in Paimon's layout:
+
+- one delta manifest with a DELETE entry for every replaced file and an ADD entry for
+  every new one (Paimon Java's ``FileKind``), the new files at level 0 with
+  ``file_source`` COMPACT as Java's append compaction writes them;
+- a base manifest list holding all manifests of the snapshot the commit is based on;
+- a snapshot with ``commitKind`` COMPACT and an unchanged total record count.
+
+The commit is based on the latest snapshot *at commit time*, never the planning one,
+so appends committed while the rewrite ran are kept. Before writing anything it
+checks that every file to remove is still alive in that snapshot; if another commit
+removed one (an overwrite, a concurrent compaction) it raises
+``CompactionConflictError`` and nothing has been written. If another writer takes the
+snapshot id first (the atomic rename fails), the temporary manifests are deleted and
+the commit is retried on the new latest snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypaimon.build_info import full_version as build_full_version
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.snapshot.snapshot import Snapshot
+from pypaimon.snapshot.snapshot_commit import PartitionStatistics
+from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.write.commit.commit_scanner import CommitScanner
+
+from ..errors import ConcurrentModificationError
+from .errors import CompactionConflictError, RowCountMismatchError
+from .scan import partition_dict, table_name
+
+log = logging.getLogger(__name__)
+
+COMMIT_KIND = "COMPACT"
+KIND_ADD = 0
+KIND_DELETE = 1
+# Paimon's BatchWriteBuilder.COMMIT_IDENTIFIER: the identifier of batch commits.
+BATCH_COMMIT_IDENTIFIER = 2**63 - 1
+
+
+@dataclass
+class CompactChange:
+    """Files of one partition/bucket: the ones removed and the ones that replace them."""
+
+    partition: tuple
+    bucket: int
+    total_buckets: int
+    before: list = field(default_factory=list)
+    after: list = field(default_factory=list)
+
+
+def commit_compaction(
+    table: Any,
+    changes: list[CompactChange],
+    commit_user: str | None = None,
+    commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+    properties: dict[str, str] | None = None,
+    max_rename_attempts: int = 10,
+) -> Snapshot:
+    """Commit ``changes`` as one COMPACT snapshot and return it.
+
+    Raises ``CompactionConflictError`` (nothing written) when a file to remove is no
+    longer alive, and ``RowCountMismatchError`` when the new files do not hold exactly
+    the removed files' rows.
+    """
+    changes = [c for c in changes if c.before or c.after]
+    if not changes:
+        raise ValueError("nothing to commit: no compaction changes")
+    for c in changes:
+        rows_before = sum(f.row_count for f in c.before)
+        rows_after = sum(f.row_count for f in c.after)
+        if rows_before != rows_after:
+            raise RowCountMismatchError(
+                f"partition {c.partition} bucket {c.bucket}: new files hold {rows_after} rows, "
+                f"the files they replace {rows_before}; refusing to commit"
+            )
+    commit_user = commit_user or f"compaction-{uuid.uuid4()}"
+    entries = _entries(table, changes)
+    manifest_files = ManifestFileManager(table)
+    manifest_lists = ManifestListManager(table)
+    snapshot_manager = table.snapshot_manager()
+    scanner = CommitScanner(table, manifest_lists)
+
+    for attempt in range(max_rename_attempts):
+        latest = snapshot_manager.get_latest_snapshot()
+        if latest is None:
+            raise CompactionConflictError(
+                f"{table_name(table)} has no snapshot any more; nothing to compact against"
+            )
+        _check_still_alive(table, scanner, latest, entries)
+
+        unique = uuid.uuid4()
+        base_list = f"manifest-list-{unique}-0"
+        delta_list = f"manifest-list-{unique}-1"
+        written_manifests: list[str] = []
+        try:
+            metas = manifest_files.rolling_write(
+                entries, table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}"
+            )
+            written_manifests = [m.file_name for m in metas]
+            delta_size = manifest_lists.write(delta_list, metas)
+            base_size = manifest_lists.write(base_list, manifest_lists.read_all(latest))
+            snapshot = Snapshot(
+                version=3,
+                id=latest.id + 1,
+                schema_id=table.table_schema.id,
+                base_manifest_list=base_list,
+                base_manifest_list_size=base_size,
+                delta_manifest_list=delta_list,
+                delta_manifest_list_size=delta_size,
+                changelog_manifest_list=None,
+                changelog_manifest_list_size=None,
+                changelog_record_count=None,
+                total_record_count=latest.total_record_count,
+                delta_record_count=0,
+                commit_user=commit_user,
+                writer_version=build_full_version(),
+                commit_identifier=commit_identifier,
+                commit_kind=COMMIT_KIND,
+                time_millis=int(time.time() * 1000),
+                watermark=latest.watermark,
+                next_row_id=latest.next_row_id,
+                index_manifest=latest.index_manifest,
+                properties=dict(properties) if properties else None,
+            )
+            statistics = _partition_statistics(table, changes)
+        except Exception:
+            _delete_manifests(table, manifest_lists, written_manifests, [base_list, delta_list])
+            raise
+
+        snapshot_commit = table.new_snapshot_commit()
+        try:
+            with snapshot_commit:
+                committed = snapshot_commit.commit(latest.uuid, snapshot, statistics)
+        except Exception as err:
+            # The outcome is unknown: keep every file, a committed snapshot may use them.
+            raise ConcurrentModificationError(
+                f"committing compaction snapshot {snapshot.id} of {table_name(table)} failed "
+                f"with an uncertain outcome ({type(err).__name__}: {err}); check the table's "
+                "latest snapshot before running again"
+            ) from err
+        if committed:
+            log.info(
+                "committed COMPACT snapshot %d of %s: -%d +%d files",
+                snapshot.id, table_name(table),
+                sum(len(c.before) for c in changes), sum(len(c.after) for c in changes),
+            )
+            return snapshot
+        log.info("snapshot %d of %s was taken by another commit; retrying (%d)",
+                 snapshot.id, table_name(table), attempt + 1)
+        _delete_manifests(table, manifest_lists, written_manifests, [base_list, delta_list])
+    raise ConcurrentModificationError(
+        f"could not commit compaction of {table_name(table)}: another writer took the next "
+        f"snapshot id {max_rename_attempts} times in a row"
+    )
+
+
+def _entries(table: Any, changes: list[CompactChange]) -> list[ManifestEntry]:
+    fields = table.partition_keys_fields
+    out: list[ManifestEntry] = []
+    for c in changes:
+        partition = GenericRow(list(c.partition), fields)
+        for f in c.before:
+            out.append(ManifestEntry(kind=KIND_DELETE, partition=partition, bucket=c.bucket,
+                                     total_buckets=c.total_buckets, file=f))
+        for f in c.after:
+            out.append(ManifestEntry(kind=KIND_ADD, partition=partition, bucket=c.bucket,
+                                     total_buckets=c.total_buckets, file=f))
+    return out
+
+
+def _check_still_alive(table: Any, scanner: Any, latest: Any, entries: list[ManifestEntry]) -> None:
+    """Every DELETE must hit a file alive in ``latest``; every ADD must be new."""
+    alive = {
+        (tuple(e.partition.values), e.bucket, e.file.file_name)
+        for e in scanner.read_all_entries_from_changed_partitions(latest, entries)
+    }
+    for e in entries:
+        key = (tuple(e.partition.values), e.bucket, e.file.file_name)
+        if e.kind == KIND_DELETE and key not in alive:
+            raise CompactionConflictError(
+                f"file {e.file.file_name} (partition {key[0]}, bucket {e.bucket}) is no longer "
+                f"in {table_name(table)} at snapshot {latest.id}: another commit removed it "
+                "while the compaction ran"
+            )
+        if e.kind == KIND_ADD and key in alive:
+            raise CompactionConflictError(
+                f"file {e.file.file_name} is already part of {table_name(table)}"
+            )
+
+
+def _partition_statistics(table: Any, changes: list[CompactChange]) -> list[PartitionStatistics]:
+    stats: dict[tuple, dict[str, Any]] = {}
+    for c in changes:
+        s = stats.setdefault(c.partition, {"files": 0, "bytes": 0, "buckets": c.total_buckets,
+                                           "time": 0})
+        s["files"] += len(c.after) - len(c.before)
+        s["bytes"] += sum(f.file_size for f in c.after) - sum(f.file_size for f in c.before)
+        for f in c.after:
+            if f.creation_time:
+                s["time"] = max(s["time"], f.creation_time_epoch_millis())
+    return [
+        PartitionStatistics.create(
+            partition_spec={k: str(v) for k, v in partition_dict(table, p).items()},
+            record_count=0,
+            file_count=s["files"],
+            file_size_in_bytes=s["bytes"],
+            last_file_creation_time=s["time"] or int(time.time() * 1000),
+            total_buckets=s["buckets"],
+        )
+        for p, s in stats.items()
+    ]
+
+
+def _delete_manifests(table: Any, lists: ManifestListManager, manifests: list[str],
+                      list_names: list[str]) -> None:
+    for name in manifests:
+        table.file_io.delete_quietly(f"{lists.manifest_path}/{name}")
+    for name in list_names:
+        table.file_io.delete_quietly(f"{lists.manifest_path}/{name}")

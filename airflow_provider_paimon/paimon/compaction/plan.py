@@ -1,0 +1,286 @@
+"""Plan a compaction the way Paimon does for append tables.
+
+Unaware-bucket tables (``bucket = -1``), as ``AppendCompactCoordinator``: in each
+partition, files smaller than ``target-file-size x compaction.small-file-ratio`` are
+candidates; sorted by size, they are packed into bins, a bin being full once it has
+more than one file and its size (each file counting ``source.split.open-file-cost``
+extra) reaches twice the target; the leftover bin of a partition is compacted only
+when it has at least ``compaction.min.file-num`` files.
+
+Fixed-bucket append tables compact per bucket and keep the order of the bucket (a
+reader may rely on it): only runs of consecutive small files, in sequence-number
+order, are packed; a large file ends a run.
+
+A bin always has at least two files: rewriting one file into one file gains nothing
+and would make compaction never settle. The plan records the snapshot it was made
+from; the commit re-checks every file against the latest snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypaimon.table.bucket_mode import BucketMode
+
+from ..errors import InvalidArgumentError
+from .errors import NotCompactableError, PartitionNotFoundError
+from .options import CompactionOptions
+from .scan import latest_snapshot, live_entries, partition_dict, table_name
+
+PartitionFilter = Callable[[dict[str, Any]], bool]
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True)
+class CompactionBin:
+    """Files of one partition and bucket that are rewritten together."""
+
+    partition: tuple
+    bucket: int
+    total_buckets: int
+    files: tuple  # DataFileMeta, in the order their rows are rewritten
+
+    @property
+    def file_count(self) -> int:
+        return len(self.files)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    def describe(self, partition_keys: list[str]) -> dict[str, Any]:
+        return {
+            "partition": {k: _jsonable(v) for k, v in zip(partition_keys, self.partition, strict=True)},
+            "bucket": self.bucket,
+            "files": self.file_count,
+            "bytes": self.total_bytes,
+            "rows": self.row_count,
+        }
+
+
+@dataclass
+class CompactionPlan:
+    """What one compaction attempt will rewrite, and what it looked at."""
+
+    snapshot_id: int | None
+    options: CompactionOptions
+    partition_keys: list[str]
+    bins: list[CompactionBin] = field(default_factory=list)
+    files_scanned: int = 0
+    bytes_scanned: int = 0
+    candidates: int = 0
+
+    @property
+    def files_before(self) -> int:
+        return sum(b.file_count for b in self.bins)
+
+    @property
+    def bytes_before(self) -> int:
+        return sum(b.total_bytes for b in self.bins)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.bins
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "snapshot_id": self.snapshot_id,
+            "options": self.options.to_dict(),
+            "files_scanned": self.files_scanned,
+            "bytes_scanned": self.bytes_scanned,
+            "candidates": self.candidates,
+            "files_before": self.files_before,
+            "bytes_before": self.bytes_before,
+            "bins": [b.describe(self.partition_keys) for b in self.bins],
+        }
+
+
+def check_compactable(table: Any) -> None:
+    """Raise ``NotCompactableError`` unless ``table`` is an append table we can compact."""
+    name = table_name(table)
+    if table.is_primary_key_table:
+        raise NotCompactableError(
+            f"compaction of primary-key tables is not supported by this job; {name} has "
+            f"primary keys {list(table.primary_keys)}: compact it with Paimon's own "
+            "compaction (Flink 'compact' action or Spark procedure 'sys.compact')"
+        )
+    options = table.options
+    if options.deletion_vectors_enabled():
+        raise NotCompactableError(
+            f"{name} has deletion vectors enabled; compacting append tables with deletion "
+            "vectors is not supported by this job (use Paimon's own compaction)"
+        )
+    if options.row_tracking_enabled() or options.data_evolution_enabled():
+        raise NotCompactableError(
+            f"{name} has row tracking / data evolution enabled; compacting it would have to "
+            "preserve row ids, which this job does not do (use Paimon's own compaction)"
+        )
+    mode = table.bucket_mode()
+    if mode not in (BucketMode.BUCKET_UNAWARE, BucketMode.HASH_FIXED):
+        raise NotCompactableError(f"{name} has bucket mode {mode.name}, which this job cannot compact")
+
+
+def plan_compaction(
+    table: Any,
+    options: CompactionOptions,
+    partition_filter: PartitionFilter | None = None,
+    snapshot: Any = None,
+) -> CompactionPlan:
+    """Plan the bins to rewrite in ``table``'s latest snapshot (or ``snapshot``)."""
+    check_compactable(table)
+    snap = snapshot if snapshot is not None else latest_snapshot(table)
+    plan = CompactionPlan(
+        snapshot_id=snap.id if snap is not None else None,
+        options=options,
+        partition_keys=list(table.partition_keys),
+    )
+    groups: dict[tuple, list[Any]] = {}
+    total_buckets: dict[tuple, int] = {}
+    for entry in live_entries(table, snap):
+        partition = tuple(entry.partition.values)
+        if partition_filter is not None and not partition_filter(partition_dict(table, partition)):
+            continue
+        plan.files_scanned += 1
+        plan.bytes_scanned += entry.file.file_size
+        key = (partition, entry.bucket)
+        groups.setdefault(key, []).append(entry.file)
+        total_buckets[key] = entry.total_buckets
+    bucketed = table.bucket_mode() == BucketMode.HASH_FIXED
+    for key in sorted(groups, key=_sort_key):
+        files = groups[key]
+        plan.candidates += sum(1 for f in files if _is_candidate(f, options))
+        packed = pack_bucket_in_order(files, options) if bucketed else pack_by_size(files, options)
+        for bin_files in packed:
+            plan.bins.append(
+                CompactionBin(
+                    partition=key[0],
+                    bucket=key[1],
+                    total_buckets=total_buckets[key],
+                    files=tuple(bin_files),
+                )
+            )
+    return plan
+
+
+def pack_by_size(files: Iterable[Any], options: CompactionOptions) -> list[list[Any]]:
+    """Paimon's unaware-bucket packing of one partition's files into bins."""
+    candidates = sorted(
+        (f for f in files if _is_candidate(f, options)), key=lambda f: (f.file_size, f.file_name)
+    )
+    return _pack(candidates, options)
+
+
+def pack_bucket_in_order(files: Iterable[Any], options: CompactionOptions) -> list[list[Any]]:
+    """Packing for one bucket of a fixed-bucket table: consecutive runs only."""
+    ordered = sorted(files, key=_sequence_order)
+    bins: list[list[Any]] = []
+    run: list[Any] = []
+    for f in ordered:
+        if _is_candidate(f, options):
+            run.append(f)
+            continue
+        bins.extend(_pack(run, options))
+        run = []
+    bins.extend(_pack(run, options))
+    return bins
+
+
+def _pack(files: list[Any], options: CompactionOptions) -> list[list[Any]]:
+    bins: list[list[Any]] = []
+    current: list[Any] = []
+    size = 0
+    for f in files:
+        current.append(f)
+        size += f.file_size + options.open_file_cost
+        if len(current) > 1 and size >= 2 * options.target_file_size:
+            bins.append(current)
+            current, size = [], 0
+    if len(current) >= max(2, options.min_file_num):
+        bins.append(current)
+    return bins
+
+
+def _is_candidate(file: Any, options: CompactionOptions) -> bool:
+    return file.file_size < options.compaction_file_size
+
+
+def _sequence_order(file: Any) -> tuple:
+    created = file.creation_time_epoch_millis() if file.creation_time else 0
+    return (file.min_sequence_number, file.max_sequence_number, created, file.file_name)
+
+
+def _sort_key(key: tuple) -> tuple:
+    partition, bucket = key
+    return (tuple("" if v is None else str(v) for v in partition), bucket)
+
+
+# --- partition selection -------------------------------------------------------------
+
+
+def parse_partition_spec(text: str) -> dict[str, str]:
+    """``"dt=2024-01-01,hr=3"`` -> ``{"dt": "2024-01-01", "hr": "3"}``."""
+    spec: dict[str, str] = {}
+    for part in str(text).split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(
+                f"partition {text!r} must be KEY=VALUE[,KEY=VALUE...], e.g. 'dt=2024-01-01,hr=3'"
+            )
+        spec[key.strip()] = value
+    return spec
+
+
+def partition_spec_filter(
+    table: Any, specs: list[Mapping[str, str]], snapshot: Any = None
+) -> PartitionFilter:
+    """A filter for the partitions matching any of ``specs`` (values compared as text).
+
+    Fails up front when a key is not a partition column, or when a spec matches no
+    partition of the table, so a typo never compacts nothing silently.
+    """
+    keys = list(table.partition_keys)
+    if not keys:
+        raise InvalidArgumentError(
+            f"table {table_name(table)} is not partitioned; drop the partition filter"
+        )
+    specs = [dict(s) for s in specs]
+    for spec in specs:
+        unknown = [k for k in spec if k not in keys]
+        if unknown:
+            raise InvalidArgumentError(
+                f"partition filter uses {unknown}, which are not partition columns "
+                f"(partition columns: {keys})"
+            )
+    default_name = table.options.options.to_map().get("partition.default-name", DEFAULT_PARTITION_NAME)
+
+    def as_text(value: Any) -> str:
+        return default_name if value is None else str(value)
+
+    def matches(partition: dict[str, Any]) -> bool:
+        return any(all(as_text(partition[k]) == v for k, v in spec.items()) for spec in specs)
+
+    snap = snapshot if snapshot is not None else latest_snapshot(table)
+    existing = {tuple(e.partition.values) for e in live_entries(table, snap)}
+    existing_dicts = [partition_dict(table, p) for p in existing]
+    for spec in specs:
+        if not any(all(as_text(p[k]) == v for k, v in spec.items()) for p in existing_dicts):
+            shown = ", ".join(
+                sorted(",".join(f"{k}={as_text(v)}" for k, v in p.items()) for p in existing_dicts)[:10]
+            ) or "none"
+            raise PartitionNotFoundError(
+                f"partition {','.join(f'{k}={v}' for k, v in spec.items())} does not exist in "
+                f"{table_name(table)} (partitions: {shown})"
+            )
+    return matches
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)

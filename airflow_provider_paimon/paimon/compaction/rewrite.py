@@ -1,0 +1,111 @@
+"""Rewrite a group of data files of one partition/bucket into target-size files.
+
+Runs wherever it is called: on a Spark executor for a compaction bin, or on the
+driver for pre-commit merging. It reads the files with pypaimon (so older schemas and
+any file format are handled as a reader would see them) and writes with pypaimon's
+own append writer (file naming, format, compression, statistics, external paths).
+
+Sizing: pypaimon's writer rolls on in-memory Arrow bytes, which overshoot the file
+size on disk several times, so the output would come out far below the target and be
+picked up again by the next run. Instead the number of output files is
+``floor(input bytes / target)`` (at least one) and rows are spread evenly over them,
+using the inputs' bytes per row: every output is then at least about the target size
+and is never a candidate again, so repeated runs settle.
+
+Nothing here commits. On any failure the files written so far are deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from pypaimon.read.split import DataSplit
+from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.write.writer.append_only_data_writer import AppendOnlyDataWriter
+
+from .scan import resolve_path
+
+FILE_SOURCE_APPEND = 0
+FILE_SOURCE_COMPACT = 1
+_NO_SIZE_ROLL = 1 << 62
+
+
+def output_file_count(input_bytes: int, target_file_size: int) -> int:
+    """How many files ``input_bytes`` become: each at least ~``target_file_size``."""
+    return max(1, input_bytes // max(1, target_file_size))
+
+
+def rewrite_files(
+    table: Any,
+    partition: tuple,
+    bucket: int,
+    files: list[Any],
+    target_file_size: int,
+    file_source: int = FILE_SOURCE_COMPACT,
+    file_prefix: str | None = None,
+) -> list[Any]:
+    """Read ``files`` (in order) and write their rows into new files; return their metas.
+
+    The new files carry the sequence-number range of the inputs (min of mins, max of
+    maxes), level 0 as append files do, and ``file_source`` (COMPACT for compaction,
+    APPEND for pre-commit merging). ``file_prefix`` overrides the data-file prefix so
+    a caller can find (and delete) every file of one attempt.
+    """
+    if not files:
+        return []
+    for f in files:
+        resolve_path(table, partition, bucket, f)
+    rows = sum(f.row_count for f in files)
+    input_bytes = sum(f.file_size for f in files)
+    n_out = min(output_file_count(input_bytes, target_file_size), max(1, rows))
+    rows_per_file = max(1, math.ceil(rows / n_out)) if rows else 1
+
+    write_table = table.copy({"data-file.prefix": file_prefix}) if file_prefix else table
+    writer = AppendOnlyDataWriter(
+        write_table, tuple(partition), bucket, 0, options=write_table.options
+    )
+    writer.target_file_size = _NO_SIZE_ROLL
+    writer.target_file_row_num = rows_per_file
+    try:
+        split = DataSplit(
+            list(files),
+            GenericRow(list(partition), table.partition_keys_fields),
+            bucket,
+            raw_convertible=True,
+        )
+        reader = table.new_read_builder().new_read().to_arrow_batch_reader([split])
+        written = 0
+        for batch in reader:
+            if batch.num_rows:
+                writer.write(batch)
+                written += batch.num_rows
+        new_files = writer.prepare_commit()
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    if written != rows or sum(f.row_count for f in new_files) != rows:
+        delete_files(table, partition, bucket, new_files)
+        from .errors import RowCountMismatchError
+
+        raise RowCountMismatchError(
+            f"rewriting {len(files)} files of partition {partition} bucket {bucket} read "
+            f"{written} rows and wrote {sum(f.row_count for f in new_files)}, expected {rows}"
+        )
+    min_seq = min(f.min_sequence_number for f in files)
+    max_seq = max(f.max_sequence_number for f in files)
+    return [
+        dataclasses.replace(f, min_sequence_number=min_seq, max_sequence_number=max_seq,
+                            level=0, file_source=file_source)
+        for f in new_files
+    ]
+
+
+def delete_files(table: Any, partition: tuple, bucket: int, files: list[Any]) -> None:
+    """Delete data files (and their sidecars) that were written but never committed."""
+    for f in files:
+        resolve_path(table, partition, bucket, f)
+        for path in f.collect_files():
+            table.file_io.delete_quietly(path)

@@ -1,0 +1,203 @@
+"""One compaction run: plan, rewrite, commit; re-plan and retry on a conflict.
+
+The rewrite step is pluggable (``BinRewriter``): the Spark job rewrites bins in
+parallel on executors, tests and small tables can rewrite in-process. Every file a
+run writes carries one per-attempt prefix, so an attempt that fails (conflict,
+error, a Spark task that ran twice) leaves nothing behind: its files are found by
+prefix in the bins' bucket folders and deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConcurrentModificationError, InvalidArgumentError
+from .commit import CompactChange, commit_compaction
+from .errors import CompactionConflictError
+from .options import CompactionOptions
+from .plan import CompactionBin, CompactionPlan, PartitionFilter, plan_compaction
+from .rewrite import FILE_SOURCE_COMPACT, rewrite_files
+from .scan import table_name
+
+log = logging.getLogger(__name__)
+
+# bins, target file size, data-file prefix -> new files per bin (same order)
+BinRewriter = Callable[[list[CompactionBin], int, str], list[list[Any]]]
+
+
+@dataclass
+class CompactionResult:
+    """Summary of a run, as the job prints it and the operator pushes to XCom."""
+
+    files_before: int = 0
+    bytes_before: int = 0
+    files_after: int = 0
+    bytes_after: int = 0
+    snapshot_id: int | None = None
+    committed: bool = False
+    duration_s: float = 0.0
+    bins: int = 0
+    attempts: int = 0
+    message: str = ""
+    dry_run: bool = False
+    plan: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "files_before": self.files_before,
+            "bytes_before": self.bytes_before,
+            "files_after": self.files_after,
+            "bytes_after": self.bytes_after,
+            "snapshot_id": self.snapshot_id,
+            "committed": self.committed,
+            "duration_s": round(self.duration_s, 3),
+            "bins": self.bins,
+            "attempts": self.attempts,
+            "message": self.message,
+            "dry_run": self.dry_run,
+        }
+        if self.plan is not None:
+            out["plan"] = self.plan
+        out.update(self.extra)
+        return out
+
+
+def rewrite_bins_locally(table: Any) -> BinRewriter:
+    """A ``BinRewriter`` that rewrites the bins one after another in this process."""
+
+    def rewrite(bins: list[CompactionBin], target: int, prefix: str) -> list[list[Any]]:
+        return [
+            rewrite_files(table, b.partition, b.bucket, list(b.files), target,
+                          FILE_SOURCE_COMPACT, prefix)
+            for b in bins
+        ]
+
+    return rewrite
+
+
+def compact(
+    table: Any,
+    options: CompactionOptions,
+    rewriter: BinRewriter | None = None,
+    partition_filter: PartitionFilter | None = None,
+    dry_run: bool = False,
+    max_retries: int = 3,
+    commit_user: str | None = None,
+    before_commit: Callable[[int], None] | None = None,
+) -> CompactionResult:
+    """Compact ``table`` (already loaded on its branch) and return what happened.
+
+    ``max_retries`` is how many times a conflicting attempt is re-planned and re-run.
+    ``before_commit(attempt)`` is a hook between rewrite and commit (tests use it to
+    commit concurrently).
+    """
+    if max_retries < 0:
+        raise InvalidArgumentError(f"max retries must not be negative, got {max_retries}")
+    rewriter = rewriter or rewrite_bins_locally(table)
+    commit_user = commit_user or f"compaction-{uuid.uuid4()}"
+    started = time.monotonic()
+    result = CompactionResult(dry_run=dry_run)
+    attempt = 0
+    while True:
+        attempt += 1
+        result.attempts = attempt
+        plan = plan_compaction(table, options, partition_filter)
+        _fill_from_plan(result, plan)
+        if plan.is_empty:
+            result.message = (
+                "nothing to compact" if plan.snapshot_id is not None else "nothing to compact: table is empty"
+            )
+            break
+        if dry_run:
+            result.plan = plan.to_dict()
+            result.message = (
+                f"dry run: would rewrite {plan.files_before} files in {len(plan.bins)} bins"
+            )
+            break
+        prefix = f"data-compact-{uuid.uuid4().hex[:12]}-"
+        try:
+            new_files = rewriter(plan.bins, options.target_file_size, prefix)
+            changes = [
+                CompactChange(b.partition, b.bucket, b.total_buckets, list(b.files), list(after))
+                for b, after in zip(plan.bins, new_files, strict=True)
+            ]
+            if before_commit is not None:
+                before_commit(attempt)
+            snapshot = commit_compaction(table, changes, commit_user=commit_user)
+        except CompactionConflictError as err:
+            _delete_attempt_files(table, plan.bins, prefix, keep=set())
+            if attempt > max_retries:
+                raise ConcurrentModificationError(
+                    f"compaction of {table_name(table)} gave up after {attempt} attempts: {err}"
+                ) from err
+            log.warning("compaction attempt %d conflicted (%s); re-planning", attempt, err)
+            continue
+        except ConcurrentModificationError:
+            raise  # uncertain commit outcome: keep the files
+        except BaseException:
+            _delete_attempt_files(table, plan.bins, prefix, keep=set())
+            raise
+        committed_names = {f.file_name for c in changes for f in c.after}
+        # Duplicate task attempts may have left files that no commit references.
+        _delete_attempt_files(table, plan.bins, prefix, keep=committed_names)
+        result.snapshot_id = snapshot.id
+        result.committed = True
+        result.files_after = sum(len(c.after) for c in changes)
+        result.bytes_after = sum(f.file_size for c in changes for f in c.after)
+        result.message = (
+            f"compacted {result.files_before} files into {result.files_after} "
+            f"in {len(plan.bins)} bins (snapshot {snapshot.id})"
+        )
+        break
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _fill_from_plan(result: CompactionResult, plan: CompactionPlan) -> None:
+    result.files_before = plan.files_before
+    result.bytes_before = plan.bytes_before
+    result.files_after = plan.files_before
+    result.bytes_after = plan.bytes_before
+    result.bins = len(plan.bins)
+    result.extra = {
+        "planned_snapshot_id": plan.snapshot_id,
+        "files_scanned": plan.files_scanned,
+        "candidates": plan.candidates,
+    }
+
+
+def _delete_attempt_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
+    """Delete files named ``prefix*`` in the bins' bucket folders, except ``keep``."""
+    from .scan import resolve_path
+
+    folders = set()
+    for b in bins:
+        f = b.files[0]
+        resolve_path(table, b.partition, b.bucket, f)
+        path = f.physical_path()
+        if path and "/" in path:
+            folders.add(path.rsplit("/", 1)[0])
+    file_io = table.file_io
+    for folder in folders:
+        try:
+            statuses = file_io.list_status(folder)
+        except Exception:  # noqa: BLE001 - best effort cleanup
+            continue
+        for status in statuses:
+            name = _base_name(status)
+            if name.startswith(prefix) and name not in keep:
+                file_io.delete_quietly(f"{folder}/{name}")
+
+
+def _base_name(status: Any) -> str:
+    for attr in ("base_name", "path", "name"):
+        value = getattr(status, attr, None)
+        if value:
+            return str(value).rstrip("/").rsplit("/", 1)[-1]
+    return str(status).rstrip("/").rsplit("/", 1)[-1]
