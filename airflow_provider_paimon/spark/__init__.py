@@ -16,3 +16,6 @@ def register(spark: Any) -> None:
     from .datasource import PaimonDataSource
 
     spark.dataSource.register(PaimonDataSource)
+    # The reader pushes filters to pypaimon (partition pruning); Spark refuses a
+    # reader with pushFilters() while this is off (it is off by default).
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")

@@ -1,0 +1,97 @@
+"""The ``paimon`` PySpark data source: ``spark.read/write.format("paimon")``.
+
+This class only wires Spark's entry points to the modules that do the work:
+``reader.py`` (batch read), ``writer.py`` + ``write_setup.py`` (batch write), and,
+imported lazily so that batch use never depends on them, ``streaming_reader.py``
+and ``streaming_writer.py`` (``readStream`` / ``writeStream``). Options are parsed
+once by ``options.parse_options``; see docs/datasource.md for the full list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+
+from .options import PaimonOptions, parse_options
+from .tables import open_table
+from .types import same_type, table_spark_schema
+
+
+class PaimonDataSource(DataSource):
+    """Apache Paimon tables for Spark, through pypaimon (no JVM jars needed)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "paimon"
+
+    @property
+    def paimon_options(self) -> PaimonOptions:
+        return parse_options(self.options)
+
+    def schema(self) -> StructType:
+        """The table's schema (at the time-travel snapshot), or the ``columns`` subset."""
+        opts = self.paimon_options
+        full = table_spark_schema(open_table(opts))
+        if not opts.columns:
+            return full
+        return select_columns(full, opts.columns, opts.table)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from .reader import FilteringPaimonReader, PaimonReader
+
+        opts = self.paimon_options
+        full = table_spark_schema(open_table(opts))
+        check_read_schema(schema, full, opts.table)
+        reader_class = FilteringPaimonReader if opts.filter_pushdown else PaimonReader
+        return reader_class(opts, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .write_setup import plan_write
+        from .writer import PaimonWriter
+
+        return PaimonWriter(plan_write(self.paimon_options, schema, overwrite))
+
+    def streamReader(self, schema: StructType) -> Any:  # noqa: N802 - Spark's name
+        from . import streaming_reader  # written separately; imported only for streams
+
+        return streaming_reader.create_stream_reader(self.paimon_options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
+        from . import streaming_writer  # written separately; imported only for streams
+
+        return streaming_writer.create_stream_writer(self.paimon_options, schema, overwrite)
+
+
+def select_columns(full: StructType, columns: list[str], table: str) -> StructType:
+    """The fields of ``full`` named in ``columns``, in that order."""
+    by_name = {f.name: f for f in full.fields}
+    unknown = [c for c in columns if c not in by_name]
+    if unknown:
+        raise InvalidArgumentError(
+            f"option 'columns' names {', '.join(unknown)}, not in table {table} "
+            f"(columns: {', '.join(full.fieldNames())})"
+        )
+    return StructType([by_name[c] for c in columns])
+
+
+def check_read_schema(schema: StructType, full: StructType, table: str) -> None:
+    """A user-given read schema must name table columns with the table's types."""
+    by_name = {f.name: f for f in full.fields}
+    problems = []
+    for field in schema.fields:
+        actual = by_name.get(field.name)
+        if actual is None:
+            problems.append(f"{field.name} is not a column")
+        elif not same_type(actual.dataType, field.dataType):
+            problems.append(
+                f"{field.name} is {actual.dataType.simpleString()}, not {field.dataType.simpleString()}"
+            )
+    if problems:
+        raise InvalidArgumentError(
+            f"read schema does not fit table {table}: {'; '.join(problems)} "
+            f"(table columns: {full.simpleString()})"
+        )

@@ -1,0 +1,206 @@
+"""Parse the ``paimon`` data source's options into one typed object.
+
+Spark hands a data source a case-insensitive string map. Reading it in one place
+means the reader, the writer and the streaming side agree on names, defaults and
+error messages, and that every option we do not know goes through to Paimon
+(catalog options to the catalog, everything else to the table as dynamic options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from airflow_provider_paimon.paimon.catalog import CATALOG_OPTION_PREFIXES
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+
+# Options this data source interprets itself; they never reach Paimon as table options.
+OWN_OPTIONS = frozenset(
+    {
+        "warehouse",
+        "table",
+        "branch",
+        "snapshot-id",
+        "tag",
+        "create-table",
+        "partition-keys",
+        "primary-keys",
+        "overwrite-mode",
+        "overwrite-partition",
+        "precommit-compact",
+        "event-listeners",
+        "event-log",
+        "columns",
+        "read.min-partitions",
+        "read.partition-target-size",
+        "filter-pushdown",
+        "path",
+        # streaming (interpreted by the streaming modules)
+        "scan.mode",
+        "consumer-id",
+    }
+)
+
+OVERWRITE_MODES = ("static", "dynamic")
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    value = str(raw).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InvalidArgumentError(f"option {key!r} must be 'true' or 'false', got {raw!r}")
+
+
+def _int(options: Mapping[str, str], key: str, minimum: int = 0) -> int | None:
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise InvalidArgumentError(f"option {key!r} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise InvalidArgumentError(f"option {key!r} must be >= {minimum}, got {value}")
+    return value
+
+
+def _names(options: Mapping[str, str], key: str) -> list[str]:
+    raw = options.get(key)
+    if raw is None:
+        return []
+    return [part.strip() for part in str(raw).split(",") if part.strip()]
+
+
+def parse_partition_spec(raw: str) -> dict[str, str]:
+    """``"dt=2024-01-01,region=eu"`` -> ``{"dt": "2024-01-01", "region": "eu"}``."""
+    spec: dict[str, str] = {}
+    for part in str(raw).split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise InvalidArgumentError(
+                f"option 'overwrite-partition' must look like 'col=value[,col=value]', got {raw!r}"
+            )
+        key, value = part.split("=", 1)
+        spec[key.strip()] = value.strip()
+    if not spec:
+        raise InvalidArgumentError("option 'overwrite-partition' is empty; give 'col=value[,col=value]'")
+    return spec
+
+
+@dataclass(frozen=True)
+class PaimonOptions:
+    """What a read or write asked for, validated (but not yet checked against the table)."""
+
+    warehouse: str
+    table: str
+    branch: str | None = None
+    snapshot_id: int | None = None
+    tag: str | None = None
+    catalog_options: dict[str, str] = field(default_factory=dict)
+    table_options: dict[str, str] = field(default_factory=dict)
+    # write side
+    create_table: bool = False
+    partition_keys: list[str] = field(default_factory=list)
+    primary_keys: list[str] = field(default_factory=list)
+    overwrite_mode: str = "static"
+    overwrite_partition: dict[str, str] | None = None
+    precommit_compact: bool = False
+    # read side
+    columns: list[str] = field(default_factory=list)
+    min_partitions: int | None = None
+    partition_target_size: int | None = None
+    filter_pushdown: bool = True
+    # events
+    event_listeners: list[str] = field(default_factory=list)
+    event_log: str | None = None
+    raw: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def database(self) -> str:
+        return parse_table_name(self.table)[0]
+
+    @property
+    def table_name(self) -> str:
+        return parse_table_name(self.table)[1]
+
+    @property
+    def branch_name(self) -> str:
+        return "main" if is_main(self.branch) else str(self.branch)
+
+    @property
+    def time_travel(self) -> bool:
+        return self.snapshot_id is not None or self.tag is not None
+
+
+def parse_options(options: Mapping[str, str]) -> PaimonOptions:
+    """Validate Spark's option map; raise ``InvalidArgumentError`` naming the fix."""
+    opts = {str(k).lower(): str(v) for k, v in dict(options).items() if v is not None}
+    warehouse = opts.get("warehouse", "").strip()
+    if not warehouse:
+        raise InvalidArgumentError(
+            "option 'warehouse' is missing: add .option('warehouse', 'file:///path/to/warehouse')"
+        )
+    table = opts.get("table", "").strip() or opts.get("path", "").strip()
+    if not table:
+        raise InvalidArgumentError(
+            "option 'table' is missing: add .option('table', 'database.table')"
+        )
+    parse_table_name(table)
+    snapshot_id = _int(opts, "snapshot-id", minimum=1)
+    tag = opts.get("tag", "").strip() or None
+    if snapshot_id is not None and tag is not None:
+        raise InvalidArgumentError(
+            "options 'snapshot-id' and 'tag' both given; time travel takes one of them"
+        )
+    mode = opts.get("overwrite-mode", "static").strip().lower() or "static"
+    if mode not in OVERWRITE_MODES:
+        raise InvalidArgumentError(
+            f"option 'overwrite-mode' must be 'static' or 'dynamic', got {mode!r}"
+        )
+    overwrite_partition = (
+        parse_partition_spec(opts["overwrite-partition"]) if opts.get("overwrite-partition") else None
+    )
+    if overwrite_partition is not None and mode == "dynamic":
+        raise InvalidArgumentError(
+            "options 'overwrite-partition' and 'overwrite-mode=dynamic' conflict; use one"
+        )
+    catalog_options = {
+        k: v
+        for k, v in opts.items()
+        if k != "warehouse" and k not in OWN_OPTIONS and k.startswith(CATALOG_OPTION_PREFIXES)
+    }
+    table_options = {
+        k: v for k, v in opts.items() if k not in OWN_OPTIONS and k not in catalog_options and k != "warehouse"
+    }
+    branch = opts.get("branch", "").strip() or None
+    return PaimonOptions(
+        warehouse=warehouse,
+        table=table,
+        branch=None if is_main(branch) else branch,
+        snapshot_id=snapshot_id,
+        tag=tag,
+        catalog_options=catalog_options,
+        table_options=table_options,
+        create_table=_bool(opts, "create-table", False),
+        partition_keys=_names(opts, "partition-keys"),
+        primary_keys=_names(opts, "primary-keys"),
+        overwrite_mode=mode,
+        overwrite_partition=overwrite_partition,
+        precommit_compact=_bool(opts, "precommit-compact", False),
+        columns=_names(opts, "columns"),
+        min_partitions=_int(opts, "read.min-partitions", minimum=1),
+        partition_target_size=_int(opts, "read.partition-target-size", minimum=1),
+        filter_pushdown=_bool(opts, "filter-pushdown", True),
+        event_listeners=_names(opts, "event-listeners"),
+        event_log=opts.get("event-log", "").strip() or None,
+        raw=opts,
+    )

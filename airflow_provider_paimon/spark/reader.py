@@ -1,0 +1,149 @@
+"""Batch read: plan pypaimon splits once on the driver, read them on executors as Arrow.
+
+``partitions()`` runs once per query on the driver. It opens the table (branch, time
+travel), turns Spark's pushed filters into a pypaimon predicate (so whole partitions
+and files are skipped before any task starts), plans the splits and packs them into
+Spark input partitions of similar size. Each ``read()`` runs on an executor, opens
+the table again, and streams the splits' Arrow record batches straight to Spark:
+no per-row Python. Primary-key tables are merged on read by pypaimon.
+
+Column projection: Spark 4.x does not tell a Python data source which columns a
+query needs (``PythonScanBuilder`` has no ``pruneColumns``), so the reader reads the
+schema it was created with. Read fewer columns with option ``columns`` (``"a,b"``)
+or with a user schema holding a subset of the columns (``.schema("a BIGINT, b STRING")``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from . import commit_events, filters
+from .options import PaimonOptions
+from .tables import open_table
+from .types import conform_batch, spark_to_arrow_schema
+
+# pypaimon packs small files into splits of this size while planning; we then pack
+# splits into Spark partitions, so plan small and pack late (more parallelism).
+PLAN_SPLIT_TARGET_SIZE = "32 mb"
+DEFAULT_PARTITION_TARGET_SIZE = 128 * 1024 * 1024
+
+
+class SplitGroup(InputPartition):
+    """One Spark task's share of the scan: a few pypaimon splits (they pickle to a few KB)."""
+
+    def __init__(self, index: int, splits: list[Any], snapshot_id: int | None) -> None:
+        self.index = index
+        self.splits = splits
+        self.snapshot_id = snapshot_id
+
+    def __repr__(self) -> str:
+        return f"SplitGroup(index={self.index}, splits={len(self.splits)}, snapshot_id={self.snapshot_id})"
+
+
+def pack_splits(splits: Sequence[Any], groups: int) -> list[list[Any]]:
+    """Spread ``splits`` over ``groups`` lists of similar total file size (largest first)."""
+    groups = max(1, min(groups, len(splits)))
+    bins: list[list[Any]] = [[] for _ in range(groups)]
+    sizes = [0] * groups
+    for split in sorted(splits, key=_split_size, reverse=True):
+        smallest = sizes.index(min(sizes))
+        bins[smallest].append(split)
+        sizes[smallest] += _split_size(split)
+    return [b for b in bins if b]
+
+
+def _split_size(split: Any) -> int:
+    try:
+        return int(split.file_size)
+    except Exception:  # noqa: BLE001 - some split kinds have no size
+        return sum(int(getattr(f, "file_size", 0) or 0) for f in getattr(split, "files", []))
+
+
+class PaimonReader(DataSourceReader):
+    """Reads one Paimon table (branch, snapshot) into Spark; picklable, holds no table.
+
+    This class takes no filters: Spark refuses a reader that implements
+    ``pushFilters`` while ``spark.sql.python.filterPushdown.enabled`` is false (the
+    default; ``register()`` turns it on). ``FilteringPaimonReader`` adds push-down.
+    """
+
+    def __init__(self, opts: PaimonOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+        self.filters: list[Filter] = []
+
+    def _planning_table(self) -> Any:
+        table = open_table(self.opts)
+        if "source.split.target-size" not in self.opts.table_options:
+            table = table.copy({"source.split.target-size": PLAN_SPLIT_TARGET_SIZE})
+        return table
+
+    def plan(self) -> tuple[list[Any], int | None]:
+        """The splits to read and the snapshot they belong to (driver side)."""
+        table = self._planning_table()
+        builder = table.new_read_builder()
+        predicate = filters.combine(self.filters, table)
+        if predicate is not None:
+            builder = builder.with_filter(predicate)
+        plan = builder.new_scan().plan()
+        return list(plan.splits()), getattr(plan, "snapshot_id", None)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        splits, snapshot_id = self.plan()
+        commit_events.publish(
+            commit_events.ScanEvent(
+                warehouse=self.opts.warehouse,
+                database=self.opts.database,
+                table=self.opts.table_name,
+                branch=self.opts.branch_name,
+                snapshot_id=snapshot_id,
+                split_count=len(splits),
+            ),
+            self.opts.event_listeners,
+            self.opts.event_log,
+        )
+        if not splits:
+            return [SplitGroup(0, [], snapshot_id)]
+        total = sum(_split_size(s) for s in splits)
+        target = self.opts.partition_target_size or DEFAULT_PARTITION_TARGET_SIZE
+        wanted = max(-(-total // target), self.opts.min_partitions or os.cpu_count() or 2)
+        return [SplitGroup(i, group, snapshot_id) for i, group in enumerate(pack_splits(splits, wanted))]
+
+    # -- executor -------------------------------------------------------------
+
+    def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:
+        if not partition.splits:
+            return
+        table = open_table(self.opts)
+        target = spark_to_arrow_schema(self.schema)
+        builder = table.new_read_builder()
+        predicate = filters.combine(self.filters, table)
+        if predicate is not None:
+            builder = builder.with_filter(predicate)
+        if target.names != [f.name for f in table.table_schema.fields]:
+            builder = builder.with_projection(list(target.names))
+        reader = builder.new_read().to_arrow_batch_reader(partition.splits)
+        try:
+            for batch in reader:
+                if batch.num_rows:
+                    yield conform_batch(batch, target)
+        finally:
+            close = getattr(reader, "close", None)
+            if close is not None:
+                close()
+
+
+class FilteringPaimonReader(PaimonReader):
+    """``PaimonReader`` that pushes Spark's filters down to pypaimon (the default)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
+        """Keep every filter for pypaimon's pruning, and hand all back for Spark to re-check."""
+        for flt in filters:
+            self.filters.append(flt)
+            yield flt

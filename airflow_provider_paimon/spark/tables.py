@@ -1,0 +1,66 @@
+"""Open the table a read or write addresses: catalog, branch, time travel, dynamic options.
+
+Both the driver (planning, commit) and the executors (reading splits, writing files)
+open the table from the same ``PaimonOptions``, so they see the same branch and
+options. Unknown snapshots and tags fail here with a message that lists what exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.errors import SnapshotNotFoundError, TagNotFoundError
+
+from .options import PaimonOptions
+
+
+def catalog_for(opts: PaimonOptions) -> Any:
+    """The pypaimon catalog of ``opts.warehouse`` with the catalog options given."""
+    return open_catalog(opts.warehouse, opts.catalog_options)
+
+
+def open_table(opts: PaimonOptions, *, time_travel: bool = True, catalog: Any = None) -> Any:
+    """The table (on its branch) with dynamic options and, if asked, time travel applied."""
+    table = load_table(catalog or catalog_for(opts), opts.table, opts.branch)
+    dynamic = dict(opts.table_options)
+    if time_travel:
+        dynamic.update(_time_travel_options(table, opts))
+    return table.copy(dynamic) if dynamic else table
+
+
+def _time_travel_options(table: Any, opts: PaimonOptions) -> dict[str, str]:
+    where = f"table {opts.table} (branch {opts.branch_name})"
+    if opts.snapshot_id is not None:
+        snapshot = table.snapshot_manager().get_snapshot_by_id(opts.snapshot_id)
+        if snapshot is None:
+            latest = table.snapshot_manager().get_latest_snapshot()
+            have = f"snapshots up to {latest.id}" if latest else "no snapshots"
+            raise SnapshotNotFoundError(
+                f"snapshot {opts.snapshot_id} does not exist on {where} ({have}); "
+                "pick an existing 'snapshot-id' or drop the option to read the latest"
+            )
+        return {"scan.snapshot-id": str(opts.snapshot_id)}
+    if opts.tag is not None:
+        tags = table.tag_manager()
+        if not tags.tag_exists(opts.tag):
+            known = ", ".join(sorted(_tag_names(tags))) or "none"
+            raise TagNotFoundError(
+                f"tag {opts.tag!r} does not exist on {where} (tags: {known}); "
+                "create it first or fix option 'tag'"
+            )
+        return {"scan.tag-name": opts.tag}
+    return {}
+
+
+def _tag_names(tag_manager: Any) -> list[str]:
+    try:
+        return [str(name) for name in tag_manager.list_tags()]
+    except Exception:  # noqa: BLE001 - listing is only for the error message
+        return []
+
+
+def latest_snapshot_id(table: Any) -> int | None:
+    """Id of the table's (branch's) latest snapshot, ``None`` when it has none."""
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return snapshot.id if snapshot is not None else None

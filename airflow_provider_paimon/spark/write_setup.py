@@ -1,0 +1,129 @@
+"""Driver-side checks before a write starts: table exists (or is created), schema fits.
+
+Everything here runs once, on the driver, before Spark launches a single write
+task, so bad input (missing table, wrong columns, unsupported types, unknown
+partition column) fails with a clear message and leaves no file behind.
+
+Creating tables: with option ``create-table=true`` a missing table is created from
+the DataFrame's schema, with options ``partition-keys`` and ``primary-keys``
+(comma-separated column names) and any other option as a table option (``bucket``,
+``file.format``, ...). A missing database is created too. Without the option a
+missing table is an error, so a typo in ``table`` never creates a stray table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pyspark.sql.types import StructType
+
+from airflow_provider_paimon.paimon.catalog import load_table
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError, TableNotFoundError
+
+from .options import PaimonOptions
+from .tables import catalog_for, latest_snapshot_id, open_table
+from .types import (
+    check_supported,
+    check_write_compatible,
+    spark_to_arrow_schema,
+    table_arrow_schema,
+)
+from .writer import WritePlan
+
+
+def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> WritePlan:
+    """Validate the write and return the plan the writer's tasks and commit share."""
+    check_supported(schema)
+    if opts.time_travel:
+        raise InvalidArgumentError(
+            "options 'snapshot-id' and 'tag' are for reading; a write always goes on top "
+            "of the latest snapshot (use option 'branch' to write elsewhere)"
+        )
+    if opts.overwrite_partition is not None and not overwrite:
+        raise InvalidArgumentError("option 'overwrite-partition' needs mode('overwrite')")
+    catalog = catalog_for(opts)
+    try:
+        load_table(catalog, opts.table, opts.branch)
+    except TableNotFoundError as err:
+        if not opts.create_table:
+            raise TableNotFoundError(
+                f"{err}; to create it from the DataFrame's schema add .option('create-table', 'true')"
+                " (with 'partition-keys' / 'primary-keys' as needed)"
+            ) from None
+        if opts.branch is not None:
+            raise TableNotFoundError(
+                f"{err}; a table is created on main, not on branch {opts.branch!r}"
+            ) from None
+        create_table(catalog, opts, schema)
+    table = open_table(opts, time_travel=False, catalog=catalog)
+    _check_keys(opts, table)
+    check_write_compatible(schema, table, opts.table)
+    static = _static_partition(opts, table) if overwrite else None
+    return WritePlan(
+        opts=opts,
+        table_arrow_schema=table_arrow_schema(table),
+        overwrite=overwrite,
+        static_partition=static,
+        dynamic_overwrite=overwrite and opts.overwrite_mode == "dynamic",
+        commit_user=f"spark-{uuid.uuid4()}",
+        base_snapshot_id=latest_snapshot_id(table),
+    )
+
+
+def create_table(catalog: Any, opts: PaimonOptions, schema: StructType) -> None:
+    """Create ``opts.table`` from a Spark schema (and its database if needed)."""
+    from pypaimon import Schema
+
+    names = schema.fieldNames()
+    for kind, keys in (("partition-keys", opts.partition_keys), ("primary-keys", opts.primary_keys)):
+        unknown = [k for k in keys if k not in names]
+        if unknown:
+            raise InvalidArgumentError(
+                f"option {kind!r} names column(s) {', '.join(unknown)} that the DataFrame does "
+                f"not have (columns: {', '.join(names)})"
+            )
+    arrow_schema = spark_to_arrow_schema(schema)
+    if opts.primary_keys:  # Paimon requires NOT NULL primary keys
+        arrow_schema = _not_null(arrow_schema, opts.primary_keys)
+    paimon_schema = Schema.from_pyarrow_schema(
+        arrow_schema,
+        partition_keys=opts.partition_keys or None,
+        primary_keys=opts.primary_keys or None,
+        options=dict(opts.table_options),
+    )
+    catalog.create_database(opts.database, True)
+    catalog.create_table(opts.table, paimon_schema, False)
+
+
+def _not_null(arrow_schema: Any, keys: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([f.with_nullable(False) if f.name in keys else f for f in arrow_schema])
+
+
+def _check_keys(opts: PaimonOptions, table: Any) -> None:
+    for kind, given, actual in (
+        ("partition-keys", opts.partition_keys, list(table.partition_keys or [])),
+        ("primary-keys", opts.primary_keys, list(table.primary_keys or [])),
+    ):
+        if given and given != actual:
+            raise InvalidArgumentError(
+                f"option {kind!r} is {','.join(given)} but table {opts.table} has "
+                f"{','.join(actual) or 'none'}; keys are fixed when a table is created"
+            )
+
+
+def _static_partition(opts: PaimonOptions, table: Any) -> dict[str, str] | None:
+    spec = opts.overwrite_partition
+    if spec is None:
+        return None
+    keys = list(table.partition_keys or [])
+    unknown = [k for k in spec if k not in keys]
+    if unknown:
+        raise InvalidArgumentError(
+            f"option 'overwrite-partition' names {', '.join(unknown)}, which "
+            f"{'is' if len(unknown) == 1 else 'are'} not a partition column of {opts.table} "
+            f"(partition columns: {', '.join(keys) or 'none, the table is unpartitioned'})"
+        )
+    return dict(spec)
