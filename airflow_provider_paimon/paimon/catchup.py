@@ -391,6 +391,10 @@ def is_transient(error: BaseException) -> bool:
     and timeout errors are transient, unless the server said "access denied" or
     "unknown database" (fixing those needs a person).
     """
+    # The store's own "cannot reach the server" error is a PaimonError but transient.
+    # Matched by name: this layer does not import the lineage package.
+    if any(c.__name__ == "LineageStoreUnavailableError" for c in type(error).__mro__):
+        return not any(t in str(error).lower() for t in _PERMANENT_TEXT)
     if isinstance(error, (PaimonError, ValueError, TypeError, KeyError, ImportError)):
         return False
     try:

@@ -1,0 +1,176 @@
+"""SnapshotCatchUpSensor: wait until a job writing a branch has caught up with its sources.
+
+Seed 004's correction workflow runs a corrected job into a branch while the old job
+keeps writing main, and may only replace main once the branch job has consumed what
+its sources hold. This sensor answers "caught up?" from the lineage store's data
+lineage (``job=``) or from a Paimon consumer file (``consumer_id=``); the work is in
+``airflow_provider_paimon.paimon.catchup``, shared with the trigger.
+
+Modes follow Airflow 3 sensors: ``poke`` and ``reschedule`` run the check on a worker;
+``deferrable=True`` hands the wait to ``SnapshotCatchUpTrigger`` in the triggerer (no
+worker slot held). Whichever way, the XCom result is the per-source consumed and
+latest snapshot ids.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
+
+from airflow_provider_paimon.paimon.catchup import is_transient
+from airflow_provider_paimon.triggers.catchup import CatchUpChecker, SnapshotCatchUpTrigger
+
+
+class SnapshotCatchUpSensor(BaseSensorOperator):
+    """Succeed when, for every source the job reads, consumed >= latest - max_lag_snapshots.
+
+    :param table: the table (``db.table``) the job writes.
+    :param branch: the branch of ``table`` it writes (``main`` allowed).
+    :param job: the job's name in the lineage store (its Spark app name or
+        ``spark.paimon.lineage.job``); progress comes from ``source_snapshot_lineage``.
+    :param consumer_id: instead of ``job``: a Paimon ``consumer-id``; progress comes from
+        ``consumer/consumer-<id>`` on each source's branch (then ``sources`` is required).
+    :param sources: the sources to check, ``"db.t"`` / ``"db.t$branch_b"`` /
+        ``{"table": "db.t", "branch": "b"}``; default: all the job reads.
+    :param max_lag_snapshots: allowed number of data snapshots not yet consumed
+        (COMPACT snapshots never count).
+    :param warehouse: warehouse path/URI (or take it from ``paimon_conn_id``).
+    :param warehouse_options: extra catalog options.
+    :param paimon_conn_id: a ``paimon`` connection (warehouse and catalog options).
+    :param lineage_conn_id: a connection naming the lineage store (preferred: keeps the
+        password out of the DAG and the trigger table).
+    :param lineage_url: or the store's SQLAlchemy URL directly.
+    :param lineage_database: the store's database (``paimon`` on MySQL by default).
+    :param deferrable: wait in the triggerer instead of a worker.
+
+    Unknown table, branch, job or consumer, a source the job never read, or a store that
+    refuses the connection fail the task at once (no retries); a store or warehouse that
+    is briefly unreachable is retried at the next poke.
+    """
+
+    template_fields: Sequence[str] = ("table", "branch", "job", "consumer_id", "sources", "warehouse")
+    ui_color = "#c8e6f5"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        branch: str = "main",
+        job: str | None = None,
+        consumer_id: str | None = None,
+        sources: list[Any] | None = None,
+        max_lag_snapshots: int = 0,
+        warehouse: str | None = None,
+        warehouse_options: dict[str, str] | None = None,
+        paimon_conn_id: str | None = None,
+        lineage_conn_id: str | None = None,
+        lineage_url: str | None = None,
+        lineage_database: str | None = None,
+        deferrable: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if bool(job) == bool(consumer_id):
+            raise ValueError("SnapshotCatchUpSensor needs exactly one of job and consumer_id")
+        if consumer_id and not sources:
+            raise ValueError("consumer_id needs sources (the tables whose consumer/ holds its progress)")
+        if job and not (lineage_conn_id or lineage_url):
+            raise ValueError("job needs the lineage store: give lineage_conn_id or lineage_url")
+        if not (warehouse or paimon_conn_id):
+            raise ValueError("give warehouse or paimon_conn_id")
+        if max_lag_snapshots < 0:
+            raise ValueError("max_lag_snapshots must be >= 0")
+        self.table = table
+        self.branch = branch
+        self.job = job
+        self.consumer_id = consumer_id
+        self.sources = sources
+        self.max_lag_snapshots = max_lag_snapshots
+        self.warehouse = warehouse
+        self.warehouse_options = warehouse_options
+        self.paimon_conn_id = paimon_conn_id
+        self.lineage_conn_id = lineage_conn_id
+        self.lineage_url = lineage_url
+        self.lineage_database = lineage_database
+        self.deferrable = deferrable
+        self._checker: CatchUpChecker | None = None
+
+    def check_kwargs(self) -> dict[str, Any]:
+        """The check's arguments as plain values (what the trigger serializes)."""
+        return {
+            "table": self.table,
+            "branch": self.branch,
+            "job": self.job,
+            "consumer_id": self.consumer_id,
+            "sources": self.sources,
+            "max_lag_snapshots": self.max_lag_snapshots,
+            "warehouse": self.warehouse,
+            "warehouse_options": self.warehouse_options,
+            "paimon_conn_id": self.paimon_conn_id,
+            "lineage_url": self.lineage_url,
+            "lineage_conn_id": self.lineage_conn_id,
+            "lineage_database": self.lineage_database,
+        }
+
+    def execute(self, context: Any) -> Any:
+        if not self.deferrable:
+            try:
+                return super().execute(context)
+            finally:
+                self._close()
+        self.defer(
+            trigger=SnapshotCatchUpTrigger(
+                check=self.check_kwargs(),
+                poll_interval=self.poke_interval,
+                deadline=time.time() + self.timeout,
+            ),
+            method_name="execute_complete",
+            # A backstop only: the trigger reports its own, clearer, timeout event first.
+            timeout=timedelta(seconds=self.timeout + max(60.0, self.poke_interval)),
+        )
+
+    def poke(self, context: Any) -> bool | PokeReturnValue:
+        if self._checker is None:
+            self._checker = CatchUpChecker(**self.check_kwargs())
+        try:
+            result = self._checker.check()
+        except Exception as err:
+            if is_transient(err):
+                self.log.warning("catch-up check failed, retrying next poke: %s: %s", type(err).__name__, err)
+                return False
+            raise AirflowFailException(f"{type(err).__name__}: {err}") from err
+        if result.caught_up:
+            self.log.info("caught up: %s", result.summary())
+            return PokeReturnValue(is_done=True, xcom_value=result.to_dict())
+        self.log.info("not caught up yet: %s", result.summary())
+        return False
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
+        """Turn the trigger's event into the task's outcome (success/error/timeout)."""
+        status = (event or {}).get("status")
+        message = (event or {}).get("message") or "no details"
+        if status == "success":
+            self.log.info("caught up: %s", event.get("result"))
+            return event.get("result")
+        if status == "timeout":
+            error: Exception = AirflowSensorTimeout(f"Sensor has timed out: {message}")
+        elif status == "error":
+            error = AirflowFailException(f"catch-up check failed: {message}")
+        else:
+            error = AirflowFailException(f"unexpected trigger event: {event!r}")
+        if self.soft_fail:
+            raise AirflowSkipException(f"Skipping due to soft_fail: {message}") from error
+        raise error
+
+    def on_kill(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        checker, self._checker = self._checker, None
+        if checker is not None:
+            checker.close()

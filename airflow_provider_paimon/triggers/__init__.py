@@ -1,0 +1,1 @@
+"""Airflow triggers: ``SnapshotCatchUpTrigger`` (the deferrable side of the catch-up sensor)."""

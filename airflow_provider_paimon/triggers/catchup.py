@@ -1,0 +1,263 @@
+"""SnapshotCatchUpTrigger: wait in the triggerer until a job has caught up with its sources.
+
+The check itself (``airflow_provider_paimon.paimon.catchup``) is blocking file and
+database I/O, so each poll runs in a worker thread (``sync_to_async``) and the
+triggerer's event loop never blocks. The trigger ends with exactly one event whose
+``status`` tells the sensor what happened:
+
+* ``success``: every source is caught up; ``result`` holds consumed/latest per source;
+* ``error``: a permanent problem (unknown table, branch, job or consumer, a source the
+  job never read, a store that refuses us); ``message`` says which;
+* ``timeout``: ``deadline`` (epoch seconds, fixed when the sensor deferred, so a
+  triggerer restart does not extend it) passed first; ``result`` is the last progress.
+
+Transient failures (store or warehouse unreachable) are logged and retried at the next
+poll. Only connection ids, never secrets, are serialized: the trigger resolves them in
+the triggerer, like the sensor does on the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+from asgiref.sync import sync_to_async
+
+from airflow_provider_paimon.paimon.catchup import (
+    CatchUpResult,
+    CatchUpSpec,
+    SourceRef,
+    check_catch_up,
+    is_transient,
+)
+
+
+class CatchUpChecker:
+    """Resolve connections once, then run ``check_catch_up`` as often as asked.
+
+    Shared by the sensor (poke/reschedule on a worker) and the trigger (in the
+    triggerer), so both answer the same question the same way. Arguments are plain
+    values (the trigger serializes them); secrets stay in Airflow connections and are
+    looked up here, in whichever process runs the check.
+    """
+
+    def __init__(
+        self,
+        table: str,
+        branch: str | None = None,
+        job: str | None = None,
+        consumer_id: str | None = None,
+        sources: list[Any] | None = None,
+        max_lag_snapshots: int = 0,
+        warehouse: str | None = None,
+        warehouse_options: dict[str, str] | None = None,
+        paimon_conn_id: str | None = None,
+        lineage_url: str | None = None,
+        lineage_conn_id: str | None = None,
+        lineage_database: str | None = None,
+    ) -> None:
+        self.table = table
+        self.branch = branch
+        self.job = job or None
+        self.consumer_id = consumer_id or None
+        self.sources = sources
+        self.max_lag_snapshots = int(max_lag_snapshots)
+        self.warehouse = warehouse
+        self.warehouse_options = dict(warehouse_options or {})
+        self.paimon_conn_id = paimon_conn_id
+        self.lineage_url = lineage_url
+        self.lineage_conn_id = lineage_conn_id
+        self.lineage_database = lineage_database
+        self._spec: CatchUpSpec | None = None
+        self._store: Any = None
+
+    def spec(self) -> CatchUpSpec:
+        """The validated check (raises ``InvalidArgumentError`` on bad arguments)."""
+        if self._spec is None:
+            warehouse, options = self._catalog_config()
+            self._spec = CatchUpSpec(
+                warehouse=warehouse,
+                table=self.table,
+                branch=self.branch or "main",
+                job=self.job,
+                consumer_id=self.consumer_id,
+                sources=None if self.sources is None else tuple(SourceRef.parse(s) for s in self.sources),
+                max_lag_snapshots=self.max_lag_snapshots,
+                warehouse_options=options,
+            )
+        return self._spec
+
+    def check(self) -> CatchUpResult:
+        spec = self.spec()
+        store = self._lineage_progress() if spec.job else None
+        return check_catch_up(spec, store)
+
+    def close(self) -> None:
+        store, self._store = self._store, None
+        if store is not None and hasattr(store, "close"):
+            store.close()
+
+    def _catalog_config(self) -> tuple[str, dict[str, str]]:
+        if self.paimon_conn_id:
+            from airflow_provider_paimon.hooks.paimon import PaimonHook
+
+            config = PaimonHook(
+                self.paimon_conn_id, warehouse=self.warehouse, catalog_options=self.warehouse_options
+            ).catalog_config
+            return config.warehouse, dict(config.options)
+        if not self.warehouse:
+            raise ValueError("give warehouse or paimon_conn_id (where the tables live)")
+        return self.warehouse, self.warehouse_options
+
+    def _lineage_progress(self) -> Any:
+        if self._store is None:
+            self._store = StoreProgress(self._open_store())
+        return self._store
+
+    def _open_store(self) -> Any:
+        from airflow_provider_paimon.lineage.store import LineageStore
+
+        url = self.lineage_url
+        database = self.lineage_database
+        if self.lineage_conn_id:
+            url, conn_database = lineage_url_from_connection(self.lineage_conn_id)
+            database = database or conn_database
+        kwargs = {"database": database} if database else {}
+        # create=False: a sensor must never create (or upgrade) a store; a missing one
+        # is a permanent error that names 'paimon-lineage init'.
+        # Few in-call retries: the next poke is the retry.
+        from airflow_provider_paimon.lineage.retry import RetryPolicy
+
+        return LineageStore.from_url(url, create=False, retry=RetryPolicy(attempts=2), **kwargs)
+
+
+class StoreProgress:
+    """``LineageProgressSource`` over a ``LineageStore``: table lineage and max consumed id."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def job_sources(self, job: str) -> list[SourceRef]:
+        return [_ref(r) for r in self.store.source_table_lineages(job=job)]
+
+    def job_sinks(self, job: str) -> list[SourceRef]:
+        return [_ref(r) for r in self.store.sink_table_lineages(job=job)]
+
+    def consumed(self, job: str, source: SourceRef) -> int | None:
+        """Highest snapshot any barrier of ``job`` consumed from ``source`` (one MAX query)."""
+        import sqlalchemy as sa
+
+        from airflow_provider_paimon.lineage import schema
+
+        t = schema.source_snapshot_lineage
+        query = sa.select(sa.func.max(t.c.snapshot_id)).where(
+            t.c.job == job,
+            t.c.database == source.database,
+            t.c.table == source.table,
+            t.c.branch == source.branch,
+        )
+        value = self.store.run("read consumed snapshot", lambda conn: conn.execute(query).scalar())
+        return None if value is None else int(value)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _ref(row: Any) -> SourceRef:
+    return SourceRef(row.database, row.table, row.branch or "main")
+
+
+def lineage_url_from_connection(conn_id: str) -> tuple[str, str | None]:
+    """Store URL (and database) from an Airflow connection, via the lineage hook when present."""
+    try:
+        from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
+    except ImportError:
+        PaimonLineageHook = None  # noqa: N806
+    if PaimonLineageHook is not None and hasattr(PaimonLineageHook, "store_url"):
+        hook = PaimonLineageHook(conn_id)
+        return hook.store_url, getattr(hook, "database", None)
+    from airflow.sdk import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    extra = conn.extra_dejson or {}
+    url = extra.get("url") or conn.get_uri()
+    return url, extra.get("database")
+
+
+class SnapshotCatchUpTrigger(BaseTrigger):
+    """Poll the catch-up check every ``poll_interval`` seconds until done or ``deadline``.
+
+    :param check: the check's arguments (``CatchUpChecker`` keyword arguments: table,
+        branch, job or consumer_id, sources, max_lag_snapshots, warehouse, conn ids,
+        lineage URL/database); plain JSON values only.
+    :param poll_interval: seconds between checks.
+    :param deadline: epoch seconds after which the trigger reports ``timeout``;
+        ``None`` waits for ever (the task's own deferral timeout still applies).
+    """
+
+    def __init__(
+        self,
+        check: dict[str, Any],
+        poll_interval: float = 60.0,
+        deadline: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.check = dict(check)
+        self.poll_interval = float(poll_interval)
+        self.deadline = None if deadline is None else float(deadline)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {"check": self.check, "poll_interval": self.poll_interval, "deadline": self.deadline},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        checker = CatchUpChecker(**self.check)
+        last: CatchUpResult | None = None
+        try:
+            while True:
+                try:
+                    last = await sync_to_async(checker.check, thread_sensitive=False)()
+                except Exception as err:  # noqa: BLE001 - classified right below
+                    if not is_transient(err):
+                        yield TriggerEvent(_event("error", last, message=_message(err)))
+                        return
+                    self.log.warning("catch-up check failed, retrying next poll: %s", _message(err))
+                else:
+                    if last.caught_up:
+                        yield TriggerEvent(_event("success", last))
+                        return
+                    self.log.info("not caught up yet: %s", last.summary())
+                if self.deadline is not None and time.time() >= self.deadline:
+                    yield TriggerEvent(
+                        _event("timeout", last, message=_timeout_message(self.deadline, last))
+                    )
+                    return
+                await asyncio.sleep(self._sleep_seconds())
+        finally:
+            await sync_to_async(checker.close, thread_sensitive=False)()
+
+    def _sleep_seconds(self) -> float:
+        if self.deadline is None:
+            return self.poll_interval
+        return max(0.0, min(self.poll_interval, self.deadline - time.time()))
+
+
+def _event(status: str, result: CatchUpResult | None, message: str | None = None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"status": status, "result": result.to_dict() if result else None}
+    if message:
+        payload["message"] = message
+    return payload
+
+
+def _message(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}"
+
+
+def _timeout_message(deadline: float, last: CatchUpResult | None) -> str:
+    progress = last.summary() if last else "no successful check"
+    return f"sources not caught up by the deadline ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(deadline))}): {progress}"

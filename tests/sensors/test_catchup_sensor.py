@@ -1,0 +1,229 @@
+"""SnapshotCatchUpSensor and SnapshotCatchUpTrigger against a real warehouse and SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from airflow.sdk import PokeReturnValue
+from airflow.sdk.exceptions import (
+    AirflowFailException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+    TaskDeferred,
+)
+
+from airflow_provider_paimon.lineage.entities import SnapshotRef
+from airflow_provider_paimon.lineage.store import LineageStore
+from airflow_provider_paimon.sensors.catchup import SnapshotCatchUpSensor
+from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
+
+JOB = "correction.run_fixed"
+
+
+@pytest.fixture()
+def setup(tables, tmp_path):
+    """src (main, 3 snapshots), src2 branch 'fix' (3 snapshots), sink branch 'fix'; job lineage."""
+    tables.create("db.src")
+    tables.create("db.src2")
+    tables.create("db.sink")
+    for _ in range(3):
+        tables.append("db.src")
+    for _ in range(2):
+        tables.append("db.src2")
+    tables.branch("db.src2", "fix", "t2")
+    tables.append("db.src2", branch="fix")  # src2$branch_fix latest = 3
+    tables.append("db.sink")
+    tables.branch("db.sink", "fix", "t1")
+    url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
+    store = LineageStore.from_url(url)
+    record(store, 0, src=2, src2=2)
+    yield tables, store, url
+    store.close()
+
+
+def record(store, barrier, src, src2, sink=None):
+    store.record_batch(
+        JOB,
+        barrier,
+        sources=[SnapshotRef("db", "src", src), SnapshotRef("db", "src2", src2, "fix")],
+        sinks=[SnapshotRef("db", "sink", sink or barrier + 2, "fix")],
+    )
+
+
+def sensor(tables, url, **kwargs):
+    args = dict(
+        task_id="wait",
+        table="db.sink",
+        branch="fix",
+        job=JOB,
+        warehouse=tables.warehouse,
+        lineage_url=url,
+        poke_interval=0.05,
+        timeout=5,
+    )
+    args.update(kwargs)
+    return SnapshotCatchUpSensor(**args)
+
+
+def test_poke_waits_then_reports_progress(setup):
+    tables, store, url = setup
+    s = sensor(tables, url)
+    assert s.poke({}) is False
+    record(store, 1, src=3, src2=3)
+    done = s.poke({})
+    assert isinstance(done, PokeReturnValue) and done.is_done
+    by_source = {p["source"]: p for p in done.xcom_value["sources"]}
+    assert by_source["db.src"]["consumed_snapshot_id"] == 3
+    assert by_source["db.src"]["latest_snapshot_id"] == 3
+    assert by_source["db.src2$branch_fix"]["latest_snapshot_id"] == 3
+    # a new source snapshot puts the job behind again; max_lag tolerates it
+    tables.append("db.src")
+    assert s.poke({}) is False
+    assert sensor(tables, url, max_lag_snapshots=1).poke({})
+
+
+def test_explicit_sources_and_clear_failures(setup):
+    tables, store, url = setup
+    record(store, 1, src=3, src2=2)
+    assert sensor(tables, url, sources=["db.src"]).poke({})  # src2 is behind but not asked
+    cases = [
+        (dict(job="no.such.job"), "no table lineage"),
+        (dict(sources=["db.sink"]), "never read db.sink"),
+        (dict(sources=["db.src2"]), r"never read db.src2 "),  # main, while the job reads branch fix
+        (dict(table="db.nope"), "db.nope"),
+        (dict(branch="ghost"), "'ghost'"),
+        (dict(lineage_url="sqlite:///" + tables.warehouse + "/never-created.sqlite"), "LineageError"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(AirflowFailException, match=message):
+            sensor(tables, url, **kwargs).poke({})
+
+
+def test_unreachable_store_is_retried_next_poke(setup):
+    tables, _store, _url = setup
+    s = sensor(tables, "mysql+pymysql://root@127.0.0.1:1/paimon")  # nothing listens on port 1
+    assert s.poke({}) is False
+
+
+def test_execute_poke_mode_success_timeout_soft_fail(setup):
+    tables, store, url = setup
+    with pytest.raises(AirflowSensorTimeout):
+        sensor(tables, url, timeout=0.3).execute({})
+    with pytest.raises(AirflowSkipException):
+        sensor(tables, url, timeout=0.3, soft_fail=True).execute({})
+    record(store, 1, src=3, src2=3)
+    result = sensor(tables, url).execute({})
+    assert result["caught_up"] is True and len(result["sources"]) == 2
+
+
+def test_consumer_mode(tables):
+    tables.create("db.src")
+    tables.create("db.sink")
+    tables.append("db.src")
+    tables.append("db.src")
+    tables.set_consumer("db.src", "fixer", next_snapshot=3)
+    s = SnapshotCatchUpSensor(
+        task_id="wait", table="db.sink", consumer_id="fixer", sources=["db.src"],
+        warehouse=tables.warehouse, poke_interval=0.05, timeout=2,
+    )
+    assert s.execute({})["sources"][0]["consumed_snapshot_id"] == 2
+    with pytest.raises(AirflowFailException, match="consumer 'other'"):
+        SnapshotCatchUpSensor(
+            task_id="w2", table="db.sink", consumer_id="other", sources=["db.src"],
+            warehouse=tables.warehouse, timeout=1,
+        ).execute({})
+
+
+def test_constructor_rejects_bad_arguments(tables):
+    with pytest.raises(ValueError, match="exactly one"):
+        SnapshotCatchUpSensor(task_id="a", table="db.t", warehouse="/w")
+    with pytest.raises(ValueError, match="needs sources"):
+        SnapshotCatchUpSensor(task_id="b", table="db.t", consumer_id="c", warehouse="/w")
+    with pytest.raises(ValueError, match="lineage store"):
+        SnapshotCatchUpSensor(task_id="c", table="db.t", job="j", warehouse="/w")
+
+
+# -- deferrable ---------------------------------------------------------------------
+
+
+def _defer(s) -> SnapshotCatchUpTrigger:
+    with pytest.raises(TaskDeferred) as info:
+        s.execute({})
+    assert info.value.method_name == "execute_complete"
+    return info.value.trigger
+
+
+async def _first_event(trigger, timeout=20):
+    async def first():
+        async for event in trigger.run():
+            return event
+
+    return await asyncio.wait_for(first(), timeout)
+
+
+def test_trigger_serialization_round_trip(setup):
+    tables, _store, url = setup
+    trigger = _defer(sensor(tables, url, deferrable=True, sources=["db.src"]))
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_provider_paimon.triggers.catchup.SnapshotCatchUpTrigger"
+    import importlib
+    import json
+
+    json.dumps(kwargs)  # plain JSON values only
+    module, _, name = classpath.rpartition(".")
+    again = getattr(importlib.import_module(module), name)(**kwargs)
+    assert again.serialize() == (classpath, kwargs)
+    assert kwargs["check"]["job"] == JOB and kwargs["deadline"] > time.time()
+
+
+def test_trigger_success_after_progress(setup):
+    tables, store, url = setup
+    trigger = _defer(sensor(tables, url, deferrable=True))
+
+    async def scenario():
+        task = asyncio.ensure_future(_first_event(trigger))
+        await asyncio.sleep(0.3)  # a few polls see "behind"
+        assert not task.done()
+        await asyncio.to_thread(record, store, 1, 3, 3)
+        return await task
+
+    event = asyncio.run(scenario())
+    assert event.payload["status"] == "success"
+    s = sensor(tables, url, deferrable=True)
+    result = s.execute_complete({}, event.payload)
+    assert result["caught_up"] and {p["consumed_snapshot_id"] for p in result["sources"]} == {3}
+
+
+def test_trigger_error_and_timeout_events(setup):
+    tables, _store, url = setup
+    error = asyncio.run(_first_event(_defer(sensor(tables, url, deferrable=True, job="nobody"))))
+    assert error.payload["status"] == "error" and "no table lineage" in error.payload["message"]
+    timeout = asyncio.run(_first_event(_defer(sensor(tables, url, deferrable=True, timeout=0.3))))
+    assert timeout.payload["status"] == "timeout"
+    assert timeout.payload["result"]["caught_up"] is False
+    assert "db.src: consumed 2 of 3" in timeout.payload["message"]
+
+    s = sensor(tables, url, deferrable=True)
+    with pytest.raises(AirflowFailException, match="no table lineage"):
+        s.execute_complete({}, error.payload)
+    with pytest.raises(AirflowSensorTimeout):
+        s.execute_complete({}, timeout.payload)
+    soft = sensor(tables, url, deferrable=True, soft_fail=True)
+    with pytest.raises(AirflowSkipException):
+        soft.execute_complete({}, timeout.payload)
+    with pytest.raises(AirflowSkipException):
+        soft.execute_complete({}, error.payload)
+
+
+def test_trigger_retries_transient_store_outage(setup):
+    tables, _store, _url = setup
+    trigger = SnapshotCatchUpTrigger(
+        check=dict(table="db.sink", branch="fix", job=JOB, warehouse=tables.warehouse,
+                   lineage_url="mysql+pymysql://root@127.0.0.1:1/paimon"),
+        poll_interval=0.05,
+        deadline=time.time() + 1.0,
+    )
+    event = asyncio.run(_first_event(trigger))
+    assert event.payload["status"] == "timeout" and event.payload["result"] is None
