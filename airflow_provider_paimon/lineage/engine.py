@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.pool import StaticPool
 
 from .errors import InvalidLineageArgumentError
-from .url import backend_of, mask_url
+from .url import backend_of, default_sqlite_path, mask_url
 
 IMMEDIATE = "paimon_sqlite_immediate"
 LOCK_TIMEOUT_S = 60
@@ -33,6 +33,8 @@ LOCK_TIMEOUT_S = 60
 def _sqlite_engine(url: URL, options: dict[str, Any]) -> sa.Engine:
     path = url.database or ""
     memory = path in ("", ":memory:") or path.startswith("file::memory:")
+    if not memory and Path(path).expanduser() == default_sqlite_path():
+        default_sqlite_path().parent.mkdir(parents=True, exist_ok=True)
     if not memory and not Path(path).expanduser().parent.is_dir():
         raise InvalidLineageArgumentError(
             f"lineage store SQLite file {path!r}: directory {str(Path(path).parent)!r} does "

@@ -11,6 +11,7 @@ retried, so concurrent writers never see them.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -86,6 +87,12 @@ class LineageStore:
         database = check_database_name(database)
         policy = retry or RetryPolicy()
         masked = mask_url(parsed)
+        if not create and backend_of(parsed) == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            if not os.path.exists(os.path.expanduser(parsed.database)):  # don't create it by looking
+                raise LineageError(
+                    f"lineage store {masked!r} does not exist; create it with "
+                    "'paimon-lineage init' (or open it with create=True)"
+                )
         try:
             engine = create_store_engine(parsed, database, engine_options)
         except (ModuleNotFoundError, exc.NoSuchModuleError) as err:

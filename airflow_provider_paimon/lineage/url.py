@@ -52,12 +52,10 @@ def mask_url(url: str | URL) -> str:
         parsed = url if isinstance(url, URL) else make_url(str(url))
     except Exception:  # noqa: BLE001 - unparsable: mask by pattern, never echo as is
         return _USERINFO.sub(lambda m: m.group(1) + MASK + m.group(3), str(url))
-    if parsed.password is not None:
-        parsed = parsed.set(password=MASK)
     secret = {k: MASK for k in parsed.query if _SECRET_QUERY_KEYS.search(k)}
     if secret:
         parsed = parsed.update_query_dict(secret)
-    return parsed.render_as_string(hide_password=False)
+    return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", MASK)
 
 
 def secrets_of(url: str | URL) -> list[str]:

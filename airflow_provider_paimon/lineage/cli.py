@@ -1,0 +1,207 @@
+"""``paimon-lineage``: the lineage store from a shell (the seed's actions and queries).
+
+Human-readable tables by default, ``--json`` for machines. Exit codes scripts can
+trust: 0 done (deleting a job without rows is done: it reports 0), 2 bad usage or
+argument, 3 store unreachable, 4 store written by a newer version, 1 any other store
+error. The URL comes from ``--url``, ``$PAIMON_LINEAGE_URL`` or the default SQLite
+file; it is only ever printed with its password masked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from . import queries
+from .errors import (
+    InvalidLineageArgumentError,
+    LineageError,
+    LineageStoreUnavailableError,
+    SchemaVersionError,
+)
+from .store import LineageStore
+from .url import DEFAULT_DATABASE, ENV_URL
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TOO_NEW = 0, 1, 2, 3, 4
+_BRANCH_MARK = "$branch_"
+
+
+def _table_arg(text: str) -> tuple[str, str, str | None]:
+    """``db.table`` or ``db.table$branch_NAME`` -> (database, table, branch)."""
+    name, branch = (text.split(_BRANCH_MARK, 1) + [None])[:2] if _BRANCH_MARK in text else (text, None)
+    parts = name.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(
+            f"table {text!r} must be 'database.table' (or 'database.table$branch_NAME')"
+        )
+    return parts[0], parts[1], branch
+
+
+def _snapshot_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"snapshot id {text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"snapshot id must be >= 1, got {value}")
+    return value
+
+
+def _depth_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"depth {text!r} is not an integer") from None
+    if not 1 <= value <= queries.MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"depth must be from 1 to {queries.MAX_DEPTH}, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS,
+                        help=f"SQLAlchemy URL of the store (default: ${ENV_URL} or ~/.paimon/lineage.sqlite)")
+    common.add_argument("--database", default=argparse.SUPPRESS,
+                        help=f"system database / schema on MySQL/PostgreSQL (default: {DEFAULT_DATABASE})")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    parser = argparse.ArgumentParser(
+        prog="paimon-lineage", parents=[common],
+        description="Query and maintain the Paimon lineage store (table and data lineage).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("init", parents=[common], help="create or upgrade the store")
+    sub.add_parser("jobs", parents=[common], help="list jobs with the tables they read and write")
+    sub.add_parser("tables", parents=[common], help="list tables with the jobs that read and write them")
+    graph = sub.add_parser("graph", parents=[common], help="table-level lineage edges")
+    graph.add_argument("--job")
+    for name, text in (("upstream", "snapshots a snapshot was built from"),
+                       ("downstream", "snapshots built from a snapshot"),
+                       ("impact", "every downstream snapshot derived from a source snapshot, per table")):
+        cmd = sub.add_parser(name, parents=[common], help=text)
+        cmd.add_argument("table", type=_table_arg, help="database.table (or database.table$branch_NAME)")
+        cmd.add_argument("snapshot", type=_snapshot_arg, help="snapshot id")
+        cmd.add_argument("--branch", help="branch of the table (default main)")
+        cmd.add_argument("--depth", type=_depth_arg,
+                         default=queries.DEFAULT_IMPACT_DEPTH if name == "impact" else 1,
+                         help="hops to follow (default %(default)s)")
+        if name == "impact":
+            cmd.add_argument("--onwards", action="store_true",
+                             help="start from this and every later snapshot of the table")
+    for name, text in (("delete-table-lineage", "delete the table lineage created by a job"),
+                       ("delete-data-lineage", "delete the data lineage created by a job")):
+        cmd = sub.add_parser(name, parents=[common], help=text)
+        cmd.add_argument("--job", required=True, help="name of the job")
+    return parser
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: Any) -> None:
+    if not rows:
+        print("(no rows)", file=out)
+        return
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def _run(args: argparse.Namespace, out: Any) -> int:
+    as_json = getattr(args, "json", False)
+    store = LineageStore.from_url(
+        getattr(args, "url", None), getattr(args, "database", DEFAULT_DATABASE),
+        create=args.command == "init",
+    )
+    with store:
+        cmd = args.command
+        if cmd == "init":
+            result: Any = {"url": store.url, "database": store.database, "schema_version": store.schema_version}
+            text = [("url", store.url), ("database", store.database), ("schema version", store.schema_version)]
+            return _emit(as_json, result, ("item", "value"), text, out)
+        if cmd in ("delete-table-lineage", "delete-data-lineage"):
+            deleted = (store.delete_table_lineage if cmd == "delete-table-lineage" else store.delete_data_lineage)(args.job)
+            if as_json:
+                print(json.dumps({"job": args.job, "deleted": deleted}), file=out)
+            else:
+                print(f"deleted {deleted} row(s) of job {args.job!r}", file=out)
+            return EXIT_OK
+        if cmd in ("jobs", "tables", "graph"):
+            graph = queries.table_graph(store, job=getattr(args, "job", None))
+            if cmd == "graph":
+                rows = [(e.job, e.kind, e.database, e.table, e.branch) for e in graph.edges]
+                return _emit(as_json, graph.edges, ("job", "kind", "database", "table", "branch"), rows, out)
+            if cmd == "jobs":
+                data = [{"job": j,
+                         "sources": sorted(f"{e.database}.{e.table}" for e in graph.edges if e.job == j and e.kind == "source"),
+                         "sinks": sorted(f"{e.database}.{e.table}" for e in graph.edges if e.job == j and e.kind == "sink")}
+                        for j in graph.jobs]
+                rows = [(d["job"], ", ".join(d["sources"]), ", ".join(d["sinks"])) for d in data]
+                return _emit(as_json, data, ("job", "reads", "writes"), rows, out)
+            data = [{"database": db, "table": t, "readers": graph.readers(db, t), "writers": graph.writers(db, t)}
+                    for db, t in graph.tables]
+            rows = [(d["database"], d["table"], ", ".join(d["readers"]), ", ".join(d["writers"])) for d in data]
+            return _emit(as_json, data, ("database", "table", "read by", "written by"), rows, out)
+        database, table, branch = args.table
+        branch = args.branch or branch
+        if cmd == "impact":
+            report = queries.impact(store, database, table, args.snapshot, branch=branch,
+                                    depth=args.depth, onwards=args.onwards)
+            rows = [(t.database, t.table, t.branch, ", ".join(map(str, t.snapshot_ids)), ", ".join(t.jobs), t.min_depth)
+                    for t in report.tables]
+            return _emit(as_json, report, ("database", "table", "branch", "snapshots", "jobs", "depth"), rows, out)
+        nodes = queries.walk(store, cmd, database, table, args.snapshot, branch=branch, depth=args.depth)
+        rows = [(n.depth, n.database, n.table, n.branch, n.snapshot_id, n.job, n.barrier_id) for n in nodes]
+        return _emit(as_json, nodes, ("depth", "database", "table", "branch", "snapshot", "job", "barrier"), rows, out)
+
+
+def _emit(as_json: bool, data: Any, headers: Sequence[str], rows: Sequence[Sequence[Any]], out: Any) -> int:
+    if as_json:
+        print(json.dumps(_plain(data), indent=None, sort_keys=True), file=out)
+    else:
+        _print_table(headers, rows, out)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (see the module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse: --help (0) or bad usage (2)
+        return int(stop.code or 0)
+    try:
+        return _run(args, sys.stdout)
+    except InvalidLineageArgumentError as err:
+        print(f"paimon-lineage: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except LineageStoreUnavailableError as err:
+        print(f"paimon-lineage: error: {err}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except SchemaVersionError as err:
+        print(f"paimon-lineage: error: {err}", file=sys.stderr)
+        return EXIT_TOO_NEW
+    except LineageError as err:
+        print(f"paimon-lineage: error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())
