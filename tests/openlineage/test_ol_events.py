@@ -297,3 +297,15 @@ def test_module_imports_neither_spark_nor_airflow():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_batch_job_completes_with_its_batch_facet(refs):
+    """A batch job: START, then COMPLETE carrying the data lineage of its one batch."""
+    wh, src, dst = refs
+    run = PaimonJobRun("nightly.compact", streaming=False)
+    start = validate_event(run.start(inputs=[src], outputs=[dst]))
+    done = validate_event(run.batch(41, sources=[src], sinks=[dst], state="COMPLETE"))
+    assert (start["eventType"], done["eventType"]) == ("START", "COMPLETE")
+    assert done["job"]["facets"]["jobType"]["processingType"] == "BATCH"
+    assert done["run"]["facets"][PAIMON_BATCH_FACET_KEY]["batchId"] == 41
+    assert done["outputs"][0]["facets"]["version"]["datasetVersion"] == "5"
