@@ -15,7 +15,7 @@ migration killed half way is finished by the next run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -180,20 +180,29 @@ def migrate(
     commits once at the end instead. Returns the version the store is at afterwards.
     """
     commit = (lambda: None) if single_transaction else conn.commit
+    inspector = sa.inspect(conn)
+    fresh = target == LATEST_VERSION and not any(inspector.has_table(t) for t in metadata.tables)
     schema_version.create(conn, checkfirst=True)
     commit()
     version = read_version(conn)
     check_not_newer(version, where)
+    if fresh:  # a new store: create the latest schema at once, then record every step
+        metadata.create_all(conn, checkfirst=True)
+        _record(conn, MIGRATIONS)
+        commit()
+        return LATEST_VERSION
     for migration in MIGRATIONS:
         if version < migration.version <= target:
             migration.apply(conn)
-            conn.execute(
-                schema_version.insert().values(
-                    version=migration.version,
-                    description=migration.description,
-                    applied_at=datetime.now(timezone.utc).replace(tzinfo=None),
-                )
-            )
+            _record(conn, [migration])
             commit()
             version = migration.version
     return version
+
+
+def _record(conn: sa.Connection, applied: Sequence[Migration]) -> None:
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    conn.execute(
+        schema_version.insert(),
+        [{"version": m.version, "description": m.description, "applied_at": now} for m in applied],
+    )
