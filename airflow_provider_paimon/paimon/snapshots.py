@@ -208,6 +208,15 @@ def to_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2)
 
 
+def table_branch(table: Any) -> str | None:
+    """The branch a pypaimon table object was loaded on (``None`` for main)."""
+    try:
+        name = table.current_branch()
+    except Exception:  # noqa: BLE001 - objects without branch support are main
+        return None
+    return None if is_main(name) else name
+
+
 def branch_names(layout: TableLayout) -> list[str]:
     """Names of the table's branches (main and hidden staging folders excluded)."""
     names = fileops.list_names(layout.file_io, layout.branch_dir())

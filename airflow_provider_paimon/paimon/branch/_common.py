@@ -51,6 +51,6 @@ def fallback_users(layout: TableLayout, branch: str) -> list[str]:
     """Branches (``main`` included) whose latest schema names ``branch`` as fallback."""
     users = []
     for owner in ["main", *branch_names(layout)]:
-        if latest_schema_options(layout, owner).get(FALLBACK_OPTION) == branch:
+        if owner != branch and latest_schema_options(layout, owner).get(FALLBACK_OPTION) == branch:
             users.append(owner)
     return users

@@ -15,7 +15,7 @@ from typing import Any
 from .. import faults, fileops
 from ..errors import InvalidArgumentError
 from ..names import validate_branch_name, validate_tag_name
-from ..snapshots import TableLayout, read_snapshot, read_tag, schema_ids, to_json
+from ..snapshots import TableLayout, read_snapshot, read_tag, schema_ids, table_branch, to_json
 from ._common import require_no_branch, snapshot_not_found, tag_not_found
 
 TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
@@ -31,9 +31,12 @@ def create_branch(
 ) -> dict[str, Any]:
     """Create ``branch`` on ``table``; returns what it was created from.
 
-    ``source_branch`` (default main) is where the tag or snapshot is looked up.
+    ``source_branch`` is where the tag or snapshot is looked up: by default the branch
+    ``table`` was loaded on (main for a main table).
     """
     layout = TableLayout.of(table)
+    if source_branch is None:
+        source_branch = table_branch(table)
     validate_branch_name(branch)
     if tag is not None and snapshot_id is not None:
         raise InvalidArgumentError("give a tag or a snapshot id to create a branch from, not both")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..branch._common import require_branch
 from ..names import is_main, validate_branch_name
-from ..snapshots import TableLayout
+from ..snapshots import TableLayout, table_branch
 
 
-def resolve_branch(layout: TableLayout, branch: str | None) -> str | None:
-    """``None`` for main; otherwise the validated, existing branch name."""
+def resolve_branch(layout: TableLayout, branch: str | None, table: Any = None) -> str | None:
+    """``None`` for main; otherwise the validated, existing branch name.
+
+    Without ``branch``, the branch ``table`` was loaded on (so a branch table tags itself).
+    """
+    if branch is None and table is not None:
+        branch = table_branch(table)
     if is_main(branch):
         return None
     validate_branch_name(branch)

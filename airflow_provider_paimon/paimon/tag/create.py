@@ -22,7 +22,7 @@ def create_tag(
     """Tag ``snapshot_id`` (default: latest) of ``branch`` (default: main) as ``tag``."""
     layout = TableLayout.of(table)
     validate_tag_name(tag)
-    br = resolve_branch(layout, branch)
+    br = resolve_branch(layout, branch, table)
     where = "main" if br is None else f"branch {br!r}"
     if snapshot_id is not None and (isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id <= 0):
         raise InvalidArgumentError(f"snapshot id must be a positive integer, got {snapshot_id!r}")

@@ -16,7 +16,7 @@ def delete_tag(table: Any, tag: str, *, branch: str | None = None) -> dict[str, 
     stay reachable from snapshots and are only removed by expiration."""
     layout = TableLayout.of(table)
     validate_tag_name(tag)
-    br = resolve_branch(layout, branch)
+    br = resolve_branch(layout, branch, table)
     doc = read_tag(layout, br, tag)
     if doc is None:
         raise tag_not_found(layout, br, tag)

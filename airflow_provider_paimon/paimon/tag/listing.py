@@ -24,7 +24,7 @@ class TagInfo:
 def list_tags(table: Any, *, branch: str | None = None) -> list[TagInfo]:
     """Tags of ``branch`` (default main), sorted by name."""
     layout = TableLayout.of(table)
-    br = resolve_branch(layout, branch)
+    br = resolve_branch(layout, branch, table)
     out = []
     for name in tag_names(layout, br):
         doc = read_tag(layout, br, name)
