@@ -1,0 +1,123 @@
+"""Spark side of compaction: rewrite bins on executors, evaluate ``where`` filters.
+
+The driver plans and commits (``airflow_provider_paimon.paimon.compaction``); this
+module only fans the rewrite out. Each Spark task gets a few pickled bins, loads the
+table once per Python worker through the same catalog options as the driver, reads
+the bins' files with pypaimon and writes target-size files, and returns the new
+``DataFileMeta`` pickled (a few KB each). The driver then commits one snapshot.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+from ..paimon.catalog import load_table, open_catalog
+from ..paimon.compaction.plan import CompactionBin, PartitionFilter
+from ..paimon.compaction.rewrite import FILE_SOURCE_COMPACT, rewrite_files
+from ..paimon.compaction.scan import latest_snapshot, live_entries, table_name
+from ..paimon.errors import InvalidArgumentError
+
+# (warehouse, catalog options, "db.t", branch) -> table, per Python worker process
+_TABLES: dict[tuple, Any] = {}
+
+
+class SparkBinRewriter:
+    """A ``BinRewriter`` that rewrites bins in parallel on Spark executors."""
+
+    def __init__(
+        self,
+        spark: Any,
+        warehouse: str,
+        table: str,
+        branch: str | None = None,
+        catalog_options: dict[str, str] | None = None,
+        max_tasks: int | None = None,
+    ) -> None:
+        self.spark = spark
+        self.spec = (warehouse, tuple(sorted((catalog_options or {}).items())), table, branch)
+        self.max_tasks = max_tasks
+
+    def __call__(self, bins: list[CompactionBin], target: int, prefix: str) -> list[list[Any]]:
+        if not bins:
+            return []
+        sc = self.spark.sparkContext
+        # Biggest bins first, dealt round-robin, so tasks get similar amounts of work.
+        order = sorted(range(len(bins)), key=lambda i: -bins[i].total_bytes)
+        tasks = min(len(bins), self.max_tasks or max(1, sc.defaultParallelism * 2))
+        slots: list[list[tuple[int, bytes]]] = [[] for _ in range(tasks)]
+        for n, i in enumerate(order):
+            slots[n % tasks].append((i, pickle.dumps(bins[i])))
+        spec = self.spec
+        sc.setJobDescription(f"paimon compaction: rewrite {len(bins)} bins of {spec[2]}")
+        results = (
+            sc.parallelize(slots, tasks)
+            .flatMap(lambda slot: _rewrite_slot(spec, target, prefix, slot))
+            .collect()
+        )
+        by_index = {i: pickle.loads(payload) for i, payload in results}
+        missing = [i for i in range(len(bins)) if i not in by_index]
+        if missing:
+            raise RuntimeError(f"Spark returned no result for bins {missing}")
+        return [by_index[i] for i in range(len(bins))]
+
+
+def _rewrite_slot(
+    spec: tuple, target: int, prefix: str, slot: list[tuple[int, bytes]]
+) -> Iterator[tuple[int, bytes]]:
+    """Executor side: rewrite each bin of one task, yield (bin index, pickled metas)."""
+    table = _table(spec)
+    for index, payload in slot:
+        b: CompactionBin = pickle.loads(payload)
+        new_files = rewrite_files(
+            table, b.partition, b.bucket, list(b.files), target, FILE_SOURCE_COMPACT, prefix
+        )
+        yield index, pickle.dumps(new_files)
+
+
+def _table(spec: tuple) -> Any:
+    table = _TABLES.get(spec)
+    if table is None:
+        warehouse, options, name, branch = spec
+        table = load_table(open_catalog(warehouse, dict(options)), name, branch)
+        _TABLES[spec] = table
+    return table
+
+
+def where_partition_filter(spark: Any, table: Any, where: str) -> PartitionFilter:
+    """Evaluate the SQL predicate ``where`` over the table's partitions with Spark.
+
+    The predicate may only use partition columns (compaction rewrites whole files, so
+    a row-level filter cannot apply); anything Spark SQL accepts works (``dt >=
+    '2024-01-01' AND hr IN (1, 2)``). The partitions are those alive now; partitions
+    created later are not matched (a retry re-plans, but keeps this set).
+    """
+    keys = list(table.partition_keys)
+    if not keys:
+        raise InvalidArgumentError(
+            f"table {table_name(table)} is not partitioned; --where filters partition "
+            "columns only, drop it"
+        )
+    import pyarrow as pa
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    schema = pa.schema(
+        [PyarrowFieldParser.from_paimon_field(f) for f in table.partition_keys_fields]
+    )
+    partitions = sorted(
+        {tuple(e.partition.values) for e in live_entries(table, latest_snapshot(table))},
+        key=lambda p: tuple("" if v is None else str(v) for v in p),
+    )
+    data = pa.Table.from_pylist([dict(zip(keys, p, strict=True)) for p in partitions], schema=schema)
+    df = spark.createDataFrame(data)
+    try:
+        matched_rows = df.filter(where).collect()
+    except Exception as err:  # noqa: BLE001 - AnalysisException / ParseException
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InvalidArgumentError(
+            f"--where {where!r} is not a valid filter on the partition columns {keys} of "
+            f"{table_name(table)}: {first}"
+        ) from None
+    matched = {tuple(row[k] for k in keys) for row in matched_rows}
+    return lambda partition: tuple(partition[k] for k in keys) in matched

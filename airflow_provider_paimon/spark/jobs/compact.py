@@ -1,0 +1,116 @@
+"""Job entry point: compact a Paimon append table (or a branch of it) with Spark.
+
+``launcher.py compact --warehouse W --table db.t [--branch B]
+[--partition k=v,k2=v2]... [--where EXPR] [--option k=v]... [--dry-run]
+[--max-retries N]``
+
+Prints ``PAIMON_RESULT {json}`` with ``files_before``, ``bytes_before``,
+``files_after``, ``bytes_after``, ``snapshot_id`` (null when nothing was committed),
+``committed``, ``duration_s``, ``bins``, ``message`` (and ``plan`` on a dry run).
+Bad input (unknown table, branch or partition, a primary-key table, nonsensical
+options) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from typing import Any
+
+from ...paimon.catalog import load_table, open_catalog
+from ...paimon.compaction.options import CompactionOptions
+from ...paimon.compaction.plan import check_compactable, parse_partition_spec, partition_spec_filter
+from ...paimon.compaction.runner import compact
+from ...paimon.errors import InvalidArgumentError
+from .common import ArgumentError, catalog_options, new_parser, parse_key_values, run_job
+
+log = logging.getLogger("airflow_provider_paimon.jobs.compact")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser("compact", "Merge small files of a Paimon append table into target-size files.")
+    parser.add_argument("--branch", default=None, help="branch to compact (default: main)")
+    parser.add_argument(
+        "--partition", action="append", default=[], metavar="K=V[,K2=V2]",
+        help="compact only this partition (repeatable; partitions are OR-ed)",
+    )
+    parser.add_argument(
+        "--where", default=None, metavar="EXPR",
+        help="Spark SQL predicate on partition columns selecting partitions to compact",
+    )
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE",
+        help="override a table option for this run (target-file-size, "
+        "compaction.small-file-ratio, compaction.min.file-num, source.split.open-file-cost)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, commit nothing")
+    parser.add_argument("--max-retries", type=int, default=3,
+                        help="re-plans after a conflicting concurrent commit (default 3)")
+    parser.add_argument("--max-tasks", type=int, default=None,
+                        help="Spark tasks for the rewrite (default: 2 x default parallelism)")
+    return parser
+
+
+def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
+    """Compact as ``args`` say and return the result dict."""
+    if args.max_retries < 0:
+        raise ArgumentError(f"--max-retries must not be negative, got {args.max_retries}")
+    if args.max_tasks is not None and args.max_tasks < 1:
+        raise ArgumentError(f"--max-tasks must be at least 1, got {args.max_tasks}")
+    if args.partition and args.where:
+        raise ArgumentError("give either --partition or --where, not both")
+    overrides = parse_key_values(args.option, "option")
+    cat_options = catalog_options(args)
+    table = load_table(open_catalog(args.warehouse, cat_options), args.table, args.branch)
+    check_compactable(table)
+    options = CompactionOptions.from_table(table, overrides)
+
+    partition_filter = None
+    if args.partition:
+        specs = [parse_partition_spec(p) for p in args.partition]
+        partition_filter = partition_spec_filter(table, specs)
+    spark = spark or _spark_session()
+    if args.where is not None:
+        if not args.where.strip():
+            raise InvalidArgumentError("--where must not be blank")
+        from ..compaction import where_partition_filter
+
+        partition_filter = where_partition_filter(spark, table, args.where)
+
+    from ..compaction import SparkBinRewriter
+
+    rewriter = SparkBinRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
+                                max_tasks=args.max_tasks)
+    result = compact(
+        table, options, rewriter=rewriter, partition_filter=partition_filter,
+        dry_run=args.dry_run, max_retries=args.max_retries,
+    ).to_dict()
+    result.update({"table": args.table, "branch": args.branch or "main"})
+    if args.dry_run and result.get("plan"):
+        log.info("compaction plan:\n%s", json.dumps(result["plan"], indent=2, default=str))
+    log.info("%s", result["message"])
+    return result
+
+
+def _spark_session() -> Any:
+    """The running session (spark-submit's, or the caller's), else a local one."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    return SparkSession.builder.appName("paimon-compact").getOrCreate()
+
+
+def main(argv: list[str]) -> int:
+    def body() -> dict[str, Any]:
+        return run(build_parser().parse_args(argv))
+
+    return run_job(body)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,110 @@
+"""The compact job entry point, in-process on the shared SparkSession."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_paimon.spark.jobs import compact as job
+from airflow_provider_paimon.spark.jobs.common import parse_result
+
+from .helpers import (
+    SMALL,
+    append_many,
+    checksum,
+    data_file_count,
+    files_on_disk,
+    make_table,
+    reload,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def _run(capsys, *argv: str) -> tuple[int, dict | None, str]:
+    code = job.main(list(argv))
+    out = capsys.readouterr()
+    return code, parse_result(out.out), out.err
+
+
+def test_compacts_on_executors_and_reports(spark, warehouse, capsys):
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 8)
+    before_sum, before_files = checksum(table), data_file_count(table)
+
+    code, result, err = _run(capsys, "--warehouse", warehouse, "--table", "db.t")
+    assert code == 0, err
+    table = reload(warehouse)
+    latest = table.snapshot_manager().get_latest_snapshot()
+    assert result["committed"] is True and result["snapshot_id"] == latest.id == 9
+    assert latest.commit_kind == "COMPACT"
+    assert result["files_before"] == before_files == 16
+    assert result["files_after"] == data_file_count(table) < before_files
+    assert result["bytes_before"] > 0 and result["bytes_after"] > 0 and result["bins"] >= 2
+    assert result["duration_s"] >= 0 and "compacted 16 files" in result["message"]
+    assert checksum(table) == before_sum
+
+    # Nothing left to do: succeeds, says so, commits nothing.
+    code, result, _ = _run(capsys, "--warehouse", warehouse, "--table", "db.t")
+    assert code == 0
+    assert result["committed"] is False and result["snapshot_id"] is None
+    assert result["message"] == "nothing to compact"
+    assert reload(warehouse).snapshot_manager().get_latest_snapshot().id == 9
+
+
+def test_dry_run_prints_plan_and_commits_nothing(spark, warehouse, capsys):
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 5)
+    disk = files_on_disk(warehouse)
+    code, result, _ = _run(capsys, "--warehouse", warehouse, "--table", "db.t", "--dry-run")
+    assert code == 0
+    assert result["dry_run"] is True and result["committed"] is False and result["snapshot_id"] is None
+    assert result["plan"]["files_before"] == 10 and len(result["plan"]["bins"]) == result["bins"]
+    assert files_on_disk(warehouse) == disk
+
+
+def test_where_and_partition_select_partitions(spark, warehouse, capsys):
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 5)
+    code, result, err = _run(capsys, "--warehouse", warehouse, "--table", "db.t",
+                             "--where", "p = 'a' OR p > 'x'")
+    assert code == 0, err
+    plan_parts = {b["partition"]["p"] for b in result.get("plan", {}).get("bins", [])}
+    assert plan_parts <= {"a"}
+    table = reload(warehouse)
+    from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
+
+    per_part = {}
+    for e in live_entries(table, latest_snapshot(table)):
+        per_part[e.partition.values[0]] = per_part.get(e.partition.values[0], 0) + 1
+    assert per_part["b"] == 5 and per_part["a"] < 5
+
+    code, result, err = _run(capsys, "--warehouse", warehouse, "--table", "db.t",
+                             "--partition", "p=b", "--option", "compaction.min.file-num=2")
+    assert code == 0, err
+    assert result["committed"] is True
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--table", "db.nope"], "table db.nope does not exist (tables in db: pk, t)"),
+        (["--table", "db.t", "--branch", "nope"], "branch 'nope' does not exist"),
+        (["--table", "db.t", "--partition", "p=zz"], "partition p=zz does not exist"),
+        (["--table", "db.t", "--partition", "q=a"], "not partition columns"),
+        (["--table", "db.t", "--option", "target-file-size=-1mb"], "must not be negative"),
+        (["--table", "db.t", "--option", "compaction.min.file-num=0"], "at least 1"),
+        (["--table", "db.t", "--where", "no_such_col = 1"], "is not a valid filter on the partition columns"),
+        (["--table", "db.t", "--max-retries", "-1"], "must not be negative"),
+        (["--table", "db.pk"], "compaction of primary-key tables is not supported by this job"),
+    ],
+)
+def test_bad_input_exits_2_and_commits_nothing(spark, warehouse, capsys, extra, fragment):
+    table = make_table(warehouse, options=SMALL)
+    make_table(warehouse, "db.pk", primary_keys=["id", "p"], bucket=1)
+    append_many(table, 5)
+    disk = files_on_disk(warehouse)
+    code, result, err = _run(capsys, "--warehouse", warehouse, *extra)
+    assert code == 2, err
+    assert result is None
+    assert "PAIMON_ERROR" in err and fragment in err
+    assert files_on_disk(warehouse) == disk
