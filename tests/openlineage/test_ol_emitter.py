@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 
 import pytest
@@ -38,14 +39,20 @@ PARENT = {
 
 @pytest.fixture(autouse=True)
 def clean_openlineage_env(monkeypatch, tmp_path):
-    """No ambient openlineage config: env vars removed, cwd and HOME without yml."""
-    import os
+    """No ambient openlineage config: env vars removed, cwd and HOME without yml.
 
+    openlineage-python itself adds ``OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__*``
+    to ``os.environ`` when it sees ``OPENLINEAGE_URL``; those are removed afterwards so
+    that no later test (ours or another suite's) finds lineage switched on.
+    """
     for key in list(os.environ):
         if key.startswith("OPENLINEAGE"):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
+    yield
+    for key in [k for k in os.environ if k.startswith("OPENLINEAGE")]:
+        os.environ.pop(key, None)  # monkeypatch then restores what was there before
 
 
 def http_conf(url: str, **extra: str) -> dict[str, str]:
