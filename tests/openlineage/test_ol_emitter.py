@@ -292,3 +292,26 @@ def test_bad_config_disables_with_warning_or_raises_when_strict(conf, caplog):
     with pytest.raises(ValueError) as info:
         PaimonLineageEmitter.from_conf(conf, strict=True)
     assert API_KEY not in str(info.value) + caplog.text
+
+
+def test_airflow_injected_composite_transport_reaches_every_receiver():
+    """Airflow injects ``transports.NAME.*`` keys when its own transport is composite."""
+    with LineageReceiver() as first, LineageReceiver(api_key=API_KEY) as second:
+        conf = {
+            "spark.openlineage.transport.type": "composite",
+            "spark.openlineage.transport.continueOnFailure": "True",
+            "spark.openlineage.transport.transports.marquez.type": "http",
+            "spark.openlineage.transport.transports.marquez.url": first.url,
+            "spark.openlineage.transport.transports.marquez.endpoint": "api/v1/lineage",
+            "spark.openlineage.transport.transports.marquez.timeoutInMillis": "2000",
+            "spark.openlineage.transport.transports.other.type": "http",
+            "spark.openlineage.transport.transports.other.url": second.url,
+            "spark.openlineage.transport.transports.other.auth.type": "api_key",
+            "spark.openlineage.transport.transports.other.auth.apiKey": API_KEY,
+        }
+        emitter = PaimonLineageEmitter.from_conf(conf)
+        assert "composite" in repr(emitter) and API_KEY not in repr(emitter)
+        emitter.emit(emitter.new_run("job", streaming=False).start())
+        emitter.close(10)
+        assert emitter.sent == 1
+        assert validate_event(first.wait_for(1)[0]) == validate_event(second.wait_for(1)[0])
