@@ -1,0 +1,87 @@
+"""The paimon-lineage command: output, --json, exit codes, passwords kept out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
+from airflow_provider_paimon.lineage.cli import main
+
+
+@pytest.fixture()
+def url(tmp_path):
+    url = f"sqlite:///{tmp_path}/cli.sqlite"
+    assert main(["init", "--url", url]) == 0
+    with LineageStore.from_url(url) as store:
+        store.record_batch("clean", 1, [SnapshotRef("ods", "raw", 1)], [SnapshotRef("dwd", "orders", 11)])
+        store.record_batch("agg", 1, [SnapshotRef("dwd", "orders", 11)], [SnapshotRef("dws", "daily", 21)])
+    return url
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_lists_and_queries_human_and_json(url, capsys):
+    code, out, _ = run(capsys, "jobs", "--url", url)
+    assert code == 0 and "clean" in out and "ods.raw" in out
+    code, out, _ = run(capsys, "--url", url, "--json", "tables")
+    assert code == 0
+    assert {t["table"]: t["writers"] for t in json.loads(out)} == {"raw": [], "orders": ["clean"], "daily": ["agg"]}
+    code, out, _ = run(capsys, "upstream", "dws.daily", "21", "--depth", "2", "--url", url, "--json")
+    assert [(n["table"], n["snapshot_id"], n["depth"]) for n in json.loads(out)] == [("orders", 11, 1), ("raw", 1, 2)]
+    code, out, _ = run(capsys, "downstream", "ods.raw", "1", "--url", url)
+    assert code == 0 and "orders" in out and "daily" not in out
+    code, out, _ = run(capsys, "impact", "ods.raw", "1", "--url", url, "--json")
+    assert [t["table"] for t in json.loads(out)["tables"]] == ["orders", "daily"]
+    code, out, _ = run(capsys, "graph", "--url", url, "--job", "agg")
+    assert code == 0 and "daily" in out and "raw" not in out
+    code, out, _ = run(capsys, "upstream", "ods.raw", "1", "--url", url)
+    assert code == 0 and "(no rows)" in out
+
+
+def test_delete_actions_and_unknown_job(url, capsys):
+    code, out, _ = run(capsys, "delete-data-lineage", "--job", "nobody", "--url", url, "--json")
+    assert code == 0 and json.loads(out) == {"job": "nobody", "deleted": 0}
+    code, out, _ = run(capsys, "delete-data-lineage", "--job", "clean", "--url", url)
+    assert code == 0 and "deleted 2 row(s)" in out
+    code, out, _ = run(capsys, "delete-table-lineage", "--job", "clean", "--url", url)
+    assert code == 0 and "deleted 2 row(s)" in out
+    with LineageStore.from_url(url) as store:
+        assert {e.job for e in store.source_table_lineages()} == {"agg"}
+
+
+def test_exit_codes_for_bad_usage_and_missing_store(url, tmp_path, capsys):
+    assert run(capsys, "upstream", "no-dot", "1", "--url", url)[0] == 2
+    assert run(capsys, "upstream", "a.b", "-4", "--url", url)[0] == 2
+    assert run(capsys, "upstream", "a.b", "1", "--depth", "0", "--url", url)[0] == 2
+    assert run(capsys, "delete-data-lineage", "--url", url)[0] == 2  # --job is required
+    code, _, err = run(capsys, "delete-data-lineage", "--job", " ", "--url", url)
+    assert code == 2 and "job" in err
+    code, _, err = run(capsys, "jobs", "--url", "oracle://scott:tiger@db/x")
+    assert code == 2 and "tiger" not in err and "oracle" in err
+    missing = f"sqlite:///{tmp_path}/none.sqlite"
+    code, _, err = run(capsys, "jobs", "--url", missing)
+    assert code == 1 and "paimon-lineage init" in err
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.mark.mysql
+def test_unreachable_server_exit_3_without_password(capsys):
+    code, out, err = run(capsys, "jobs", "--url", "mysql+pymysql://root:Sup3rSecret@127.0.0.1:1/x")
+    assert code == 3
+    assert "Sup3rSecret" not in out + err
+    assert "root:***@127.0.0.1:1" in err
+
+
+def test_console_script_entry_point(url):
+    proc = subprocess.run([sys.executable, "-m", "airflow_provider_paimon.lineage.cli", "--json", "jobs", "--url", url],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert [j["job"] for j in json.loads(proc.stdout)] == ["agg", "clean"]
