@@ -315,3 +315,16 @@ def test_airflow_injected_composite_transport_reaches_every_receiver():
         emitter.close(10)
         assert emitter.sent == 1
         assert validate_event(first.wait_for(1)[0]) == validate_event(second.wait_for(1)[0])
+
+
+def test_gzip_compressed_events_are_received():
+    with LineageReceiver() as receiver:
+        conf = {"spark.openlineage.transport.type": "http",
+                "spark.openlineage.transport.url": receiver.url,
+                "spark.openlineage.transport.compression": "gzip"}
+        emitter = PaimonLineageEmitter.from_conf(conf)
+        emitter.emit(emitter.new_run("job", streaming=False).start())
+        emitter.close(10)
+        (event,) = receiver.wait_for(1)
+        validate_event(event)
+        assert receiver.requests[0].headers["Content-Encoding"] == "gzip"
