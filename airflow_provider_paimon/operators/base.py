@@ -8,7 +8,7 @@ An operator here does three things and nothing else:
    ``PaimonSparkJobHook`` through the ``spark`` connection;
 3. **return** the job's ``PAIMON_RESULT`` as the task's XCom return value.
 
-Subclasses set ``job_family`` and implement ``job_args()`` and ``check_before_submit()``.
+Subclasses set ``job_family`` (and ``action`` for families with sub-commands) and implement ``job_args()`` and ``check_before_submit()``.
 Hooks for later work: ``input_tables()`` / ``output_tables()`` name what the task reads
 and writes (for OpenLineage facets and Paimon assets), ``spark_conf()`` is where
 OpenLineage parent-job conf will be injected, and ``last_result`` keeps the result for
@@ -47,6 +47,8 @@ class PaimonSparkJobOperator(BaseOperator):
     """
 
     job_family: ClassVar[str] = ""
+    #: sub-command of the family (``create``, ``fast-forward``...); empty for single-action families
+    action: ClassVar[str] = ""
     template_fields: Sequence[str] = ("table", "conf", "spark_name")
     ui_color = "#d3eafc"
 
@@ -74,7 +76,7 @@ class PaimonSparkJobOperator(BaseOperator):
     # -- what subclasses provide --
 
     def job_args(self) -> list[str]:
-        """The family's own arguments (after ``--warehouse/--table/--catalog-option``)."""
+        """The operation's own arguments (after ``[action] --warehouse/--table/--catalog-option``)."""
         raise NotImplementedError
 
     def check_before_submit(self, hook: PaimonHook) -> None:
@@ -112,9 +114,10 @@ class PaimonSparkJobOperator(BaseOperator):
             self.fail(str(err))
 
     def command_args(self) -> list[str]:
-        """Arguments common to every family, then the family's; public options only."""
+        """``[action] --warehouse W --table T [--catalog-option k=v]... OWN ARGS``; public options only."""
         config = self.paimon_hook.catalog_config
-        args = ["--warehouse", config.warehouse, "--table", self.table]
+        args = [self.action] if self.action else []
+        args += ["--warehouse", config.warehouse, "--table", self.table]
         for key, value in sorted(config.public_options.items()):
             args += ["--catalog-option", f"{key}={value}"]
         return args + self.job_args()

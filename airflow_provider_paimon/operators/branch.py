@@ -25,7 +25,6 @@ class _BranchOperator(PaimonSparkJobOperator):
     """Shared by the branch operators: a ``branch`` argument and the ``branch`` job family."""
 
     job_family = "branch"
-    action = ""
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "branch")
 
     def __init__(self, *, branch: str, **kwargs: Any) -> None:
@@ -33,7 +32,7 @@ class _BranchOperator(PaimonSparkJobOperator):
         self.branch = branch
 
     def job_args(self) -> list[str]:
-        return [self.action, "--branch", self.branch]
+        return ["--branch", self.branch]
 
     def check_before_submit(self, hook: PaimonHook) -> None:
         validate_branch_name(self.branch)
@@ -65,7 +64,7 @@ class BranchCreateOperator(_BranchOperator):
         self.snapshot_id = snapshot_id
 
     def job_args(self) -> list[str]:
-        args = [self.action, "--branch", self.branch]
+        args = ["--branch", self.branch]
         tag = optional_str(self.tag)
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
         if tag is not None:
@@ -108,7 +107,7 @@ class BranchRenameOperator(_BranchOperator):
         self.new_name = new_name
 
     def job_args(self) -> list[str]:
-        return [self.action, "--branch", self.branch, "--new-name", self.new_name]
+        return ["--branch", self.branch, "--new-name", self.new_name]
 
     def check_before_submit(self, hook: PaimonHook) -> None:
         super().check_before_submit(hook)
@@ -164,7 +163,7 @@ class ReplaceMainBranchOperator(_BranchOperator):
         self.backup_kind = backup_kind
 
     def job_args(self) -> list[str]:
-        args = [self.action, "--branch", self.branch]
+        args = ["--branch", self.branch]
         if not self.backup:
             return args + ["--no-backup"]
         name = optional_str(self.backup_name)

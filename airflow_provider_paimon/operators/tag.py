@@ -22,7 +22,6 @@ from airflow_provider_paimon.paimon.names import is_main, validate_tag_name
 
 class _TagOperator(PaimonSparkJobOperator):
     job_family = "tag"
-    action = ""
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "tag", "branch")
 
     def __init__(self, *, tag: str, branch: str | None = None, **kwargs: Any) -> None:
@@ -53,7 +52,7 @@ class TagCreateOperator(_TagOperator):
         self.snapshot_id = snapshot_id
 
     def job_args(self) -> list[str]:
-        args = [self.action, "--tag", self.tag, *self._branch_args()]
+        args = ["--tag", self.tag, *self._branch_args()]
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
         if snapshot_id is not None:
             args += ["--snapshot-id", str(snapshot_id)]
@@ -78,7 +77,7 @@ class TagDeleteOperator(_TagOperator):
     action = "delete"
 
     def job_args(self) -> list[str]:
-        return [self.action, "--tag", self.tag, *self._branch_args()]
+        return ["--tag", self.tag, *self._branch_args()]
 
     def check_before_submit(self, hook: PaimonHook) -> None:
         validate_tag_name(self.tag)

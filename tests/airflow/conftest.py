@@ -1,0 +1,222 @@
+"""Real Airflow, real spark-submit, a real Spark standalone cluster, tables written by pypaimon.
+
+Airflow reads its configuration when first imported, so the temp AIRFLOW_HOME and the
+SQLite metadata DB are set here at import time, before any test module imports Airflow.
+The metadata DB is migrated once (``airflow db migrate``) only for tests that need it
+(``dag.test()``). Connections come from ``AIRFLOW_CONN_*`` environment variables.
+
+No ``__init__.py`` in this folder on purpose: a package named ``airflow`` under
+``tests`` would shadow the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+_AIRFLOW_HOME = tempfile.mkdtemp(prefix="paimon-test-airflow-home-")
+os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(_AIRFLOW_HOME, "dags")
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+
+VENV_BIN = str(Path(sys.executable).parent)
+# spark-submit (from the pyspark wheel) must be on PATH for SparkSubmitHook.
+os.environ["PATH"] = VENV_BIN + os.pathsep + os.environ.get("PATH", "")
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ["PAIMON_PY_FILES_CACHE_DIR"] = os.path.join(_AIRFLOW_HOME, "pyfiles")
+
+SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
+SECRET = "s3cr3t-Hunter2-value"
+LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
+
+
+class Warehouse:
+    """A file warehouse with tables, snapshots, tags, branches and consumers, via pypaimon."""
+
+    def __init__(self, path: str) -> None:
+        from pypaimon import CatalogFactory
+
+        self.path = path
+        self.catalog = CatalogFactory.create({"warehouse": path})
+        self.catalog.create_database("db", True)
+
+    def create_append(self, name: str = "db.events", partitioned: bool = True) -> str:
+        from pypaimon import Schema
+
+        schema = Schema.from_pyarrow_schema(SCHEMA, partition_keys=["dt"] if partitioned else None)
+        self.catalog.create_table(name, schema, False)
+        return name
+
+    def create_pk(self, name: str = "db.users") -> str:
+        from pypaimon import Schema
+
+        schema = Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+        self.catalog.create_table(name, schema, False)
+        return name
+
+    def table(self, name: str, branch: str | None = None):
+        return self.catalog.get_table(name if not branch else f"{name}$branch_{branch}")
+
+    def append(self, name: str, rows: int = 3, branch: str | None = None, dt: str = "2026-11-01") -> int:
+        """Commit one APPEND snapshot and return its id."""
+        table = self.table(name, branch)
+        builder = table.new_batch_write_builder()
+        write, commit = builder.new_write(), builder.new_commit()
+        data = pa.table(
+            {"id": list(range(rows)), "dt": [dt] * rows, "v": [f"r{i}" for i in range(rows)]},
+            schema=SCHEMA,
+        )
+        write.write_arrow(data)
+        commit.commit(write.prepare_commit())
+        write.close()
+        commit.close()
+        return table.snapshot_manager().get_latest_snapshot().id
+
+    def tag(self, name: str, tag: str, snapshot_id: int | None = None) -> None:
+        self.table(name).create_tag(tag, snapshot_id)
+
+    def branch(self, name: str, branch: str, tag: str | None = None) -> None:
+        self.table(name).branch_manager().create_branch(branch, tag)
+
+    def consumer(self, name: str, consumer_id: str, next_snapshot: int, branch: str | None = None) -> None:
+        from pypaimon.consumer.consumer import Consumer
+
+        self.table(name, branch).consumer_manager().reset_consumer(consumer_id, Consumer(next_snapshot))
+
+    def files(self) -> dict[str, int]:
+        """Every file under the warehouse with its size: equal before/after means unchanged."""
+        root = Path(self.path)
+        return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+
+    def read_ids(self, name: str, branch: str | None = None) -> list[int]:
+        table = self.table(name, branch)
+        builder = table.new_read_builder()
+        splits = builder.new_scan().plan().splits()
+        return sorted(builder.new_read().to_arrow(splits).column("id").to_pylist())
+
+
+def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, conn: dict) -> None:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+
+
+@pytest.fixture()
+def wh(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> Warehouse:
+    """A warehouse with ``db.events`` (append, partitioned by dt): snapshots 1-3, tag t1 -> 1,
+    branch ``fix`` from t1 (one more snapshot on it), consumer ``reader`` at 2; ``db.users``
+    (primary key). Connections ``paimon_default`` (with a secret option) and ``spark_default``
+    (local) point at it."""
+    w = Warehouse(warehouse)
+    w.create_append("db.events")
+    for dt in ("2026-11-01", "2026-11-02", "2026-11-01"):
+        w.append("db.events", dt=dt)
+    w.tag("db.events", "t1", 1)
+    w.branch("db.events", "fix", "t1")
+    w.append("db.events", rows=5, branch="fix")
+    w.consumer("db.events", "reader", 2)
+    w.create_pk("db.users")
+    set_connection(
+        monkeypatch,
+        "paimon_default",
+        {"conn_type": "paimon", "host": warehouse, "extra": {"s3.secret-key": SECRET, "metastore": "filesystem"}},
+    )
+    set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
+    return w
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> str:
+    """Migrate the temp AIRFLOW_HOME's SQLite DB once (needed by ``dag.test()``)."""
+    subprocess.run(
+        [os.path.join(VENV_BIN, "airflow"), "db", "migrate"],
+        check=True,
+        capture_output=True,
+        env=dict(os.environ),
+        timeout=300,
+    )
+    return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _spark_class() -> str:
+    import pyspark
+
+    return os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
+    """A Spark standalone master and one small worker on 127.0.0.1; yields the master URL.
+
+    pyspark ships ``bin/spark-class`` but no ``sbin`` scripts, so both daemons are
+    started here directly and stopped (by their own process ids) at the end.
+    """
+    logs = tmp_path_factory.mktemp("spark-standalone")
+    port, ui_port, worker_ui = _free_port(), _free_port(), _free_port()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(logs / "work"))
+    env["SPARK_DAEMON_MEMORY"] = "256m"
+    spark_class = _spark_class()
+    procs = []
+    master = f"spark://127.0.0.1:{port}"
+    try:
+        procs.append(
+            subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(port), "--webui-port", str(ui_port)],
+                stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "1g", "--webui-port", str(worker_ui), master],
+                stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,
+            )
+        )
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as resp:
+                    state = json.load(resp)
+                if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    "Spark standalone cluster did not come up: "
+                    + (logs / "master.log").read_text()[-2000:]
+                    + (logs / "worker.log").read_text()[-2000:]
+                )
+            time.sleep(1)
+        yield master
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(logs / "work", ignore_errors=True)

@@ -1,0 +1,199 @@
+"""Operators fail fast on what metadata already shows: nothing submitted, nothing changed.
+
+Also: the command lines they build, and that secrets stay off command lines and logs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SECRET, set_connection
+
+from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.operators.base import PaimonPreflightError
+from airflow_provider_paimon.operators.branch import (
+    BranchCreateOperator,
+    BranchDeleteOperator,
+    BranchRenameOperator,
+    MergeBranchOperator,
+    ReplaceMainBranchOperator,
+)
+from airflow_provider_paimon.operators.compaction import CompactionOperator, summarize
+from airflow_provider_paimon.operators.tag import TagCreateOperator, TagDeleteOperator
+
+
+@pytest.fixture()
+def no_submit(monkeypatch):
+    """Record (and refuse) any spark-submit, so a test can assert none happened."""
+    calls: list = []
+
+    def refuse(self, *args, **kwargs):
+        calls.append(self.job_args)
+        raise AssertionError("spark-submit must not run")
+
+    monkeypatch.setattr(PaimonSparkJobHook, "submit", refuse)
+    return calls
+
+
+CASES = [
+    (BranchCreateOperator, dict(table="db.nope", branch="b"), "table db.nope does not exist"),
+    (BranchCreateOperator, dict(table="nodot", branch="b"), "must be 'database.table'"),
+    (BranchCreateOperator, dict(table="db.events", branch="main"), "reserved"),
+    (BranchCreateOperator, dict(table="db.events", branch="123"), "all digits"),
+    (BranchCreateOperator, dict(table="db.events", branch="a/b"), "path separators"),
+    (BranchCreateOperator, dict(table="db.events", branch="fix"), "already exists"),
+    (BranchCreateOperator, dict(table="db.events", branch="b", tag="t9"), "tag 't9' does not exist.*tags: t1"),
+    (BranchCreateOperator, dict(table="db.events", branch="b", snapshot_id="42"), "snapshot 42 does not exist.*latest snapshot: 3"),
+    (BranchCreateOperator, dict(table="db.events", branch="b", snapshot_id="x"), "must be an integer"),
+    (BranchCreateOperator, dict(table="db.events", branch="b", tag="t1", snapshot_id=1), "either tag or snapshot_id"),
+    (BranchDeleteOperator, dict(table="db.events", branch="nope"), "branch 'nope' does not exist.*branches: fix"),
+    (BranchDeleteOperator, dict(table="db.events", branch="main"), "reserved"),
+    (BranchRenameOperator, dict(table="db.events", branch="nope", new_name="x"), "does not exist"),
+    (BranchRenameOperator, dict(table="db.events", branch="fix", new_name="7"), "all digits"),
+    (MergeBranchOperator, dict(table="db.events", branch="nope"), "does not exist"),
+    (ReplaceMainBranchOperator, dict(table="db.events", branch="nope"), "does not exist"),
+    (ReplaceMainBranchOperator, dict(table="db.events", branch="fix", backup_name="t1"), "backup tag 't1' already exists"),
+    (ReplaceMainBranchOperator, dict(table="db.events", branch="fix", backup_name="fix", backup_kind="branch"), "backup branch 'fix' already exists"),
+    (TagCreateOperator, dict(table="db.events", tag="t1"), "tag 't1' already exists"),
+    (TagCreateOperator, dict(table="db.events", tag="42"), "all digits"),
+    (TagCreateOperator, dict(table="db.events", tag="t2", snapshot_id=9), "snapshot 9 does not exist"),
+    (TagCreateOperator, dict(table="db.events", tag="t2", branch="nope"), "branch 'nope' does not exist"),
+    (TagCreateOperator, dict(table="db.users", tag="t2"), "no snapshot to tag"),
+    (TagDeleteOperator, dict(table="db.events", tag="t9"), "tag 't9' does not exist"),
+    (TagDeleteOperator, dict(table="db.events", tag="t9", branch="fix"), "tag 't9' does not exist on db.events branch fix"),
+    (CompactionOperator, dict(table="db.users"), "primary-key table"),
+    (CompactionOperator, dict(table="db.nope"), "does not exist"),
+    (CompactionOperator, dict(table="db.events", branch="nope"), "branch 'nope' does not exist"),
+    (CompactionOperator, dict(table="db.events", partitions=[{"region": "eu"}]), "not partition keys.*region.*partition keys: dt"),
+    (CompactionOperator, dict(table="db.events", options={"compaction.min.file-num": 0}), "at least 1"),
+    (CompactionOperator, dict(table="db.events", options={"target-file-size": "-5 mb"}), "must not be negative"),
+    (CompactionOperator, dict(table="db.events", max_retries=-1), "max_retries must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,message", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_fail_fast_submits_nothing_and_changes_nothing(wh, no_submit, cls, kwargs, message):
+    before = wh.files()
+    op = cls(task_id="t", **kwargs)
+    with pytest.raises(PaimonPreflightError, match=message) as err:
+        op.execute({})
+    assert "nothing was submitted" in str(err.value)
+    assert no_submit == []
+    assert wh.files() == before
+
+
+def _dag_operator(cls, **kwargs):
+    from airflow.sdk import DAG
+
+    with DAG("paimon_dag", schedule=None):
+        return cls(task_id="task", **kwargs)
+
+
+def test_command_line_and_secrets(wh):
+    import structlog
+
+    op = _dag_operator(BranchCreateOperator, table="db.events", branch="b2", tag="t1", conf={"spark.executor.memory": "1g"})
+    op.preflight()
+    with structlog.testing.capture_logs() as logs:  # Airflow 3 hooks log through structlog
+        hook = op.make_job_hook({})
+        cmd = hook.build_command()
+    logged = "\n".join(str(entry) for entry in logs)
+    launcher = cmd.index(next(c for c in cmd if c.endswith("spark/jobs/launcher.py")))
+    assert cmd[0] == "spark-submit"
+    assert cmd[cmd.index("--master") + 1] == "local[2]"
+    assert cmd[cmd.index("--name") + 1] == "paimon_dag.task"
+    assert "spark.executor.memory=1g" in cmd
+    assert cmd[cmd.index("--py-files") + 1].endswith(".zip")
+    assert cmd[launcher + 1:] == [
+        "branch", "create", "--warehouse", wh.path, "--table", "db.events",
+        "--catalog-option", "metastore=filesystem", "--branch", "b2", "--tag", "t1",
+    ]
+    # the secret option reaches the job only through the environment
+    assert not any(SECRET in part for part in cmd)
+    assert SECRET not in logged and "Spark-Submit cmd" in logged
+    env = hook.job_environment()
+    assert json.loads(env["PAIMON_CATALOG_OPTIONS_JSON"]) == {"s3.secret-key": SECRET}
+
+
+def test_connection_password_stays_off_the_command_line(wh, monkeypatch):
+    set_connection(
+        monkeypatch,
+        "paimon_jdbc",
+        {"conn_type": "paimon", "host": wh.path, "login": "bob", "password": SECRET,
+         "extra": {"metastore": "jdbc", "uri": "jdbc:sqlite:/tmp/x.db"}},
+    )
+    op = _dag_operator(MergeBranchOperator, table="db.events", branch="fix", paimon_conn_id="paimon_jdbc")
+    hook = op.make_job_hook({})
+    cmd = hook.build_command()
+    assert not any(SECRET in part for part in cmd)
+    assert "jdbc.user=bob" in cmd
+    assert json.loads(hook.job_environment()["PAIMON_CATALOG_OPTIONS_JSON"]) == {"jdbc.password": SECRET}
+
+
+@pytest.mark.parametrize(
+    "cls,kwargs,expected",
+    [
+        (BranchCreateOperator, dict(branch="b", snapshot_id="2"), ["--branch", "b", "--snapshot-id", "2"]),
+        (BranchDeleteOperator, dict(branch="fix"), ["--branch", "fix"]),
+        (BranchRenameOperator, dict(branch="fix", new_name="fix2"), ["--branch", "fix", "--new-name", "fix2"]),
+        (MergeBranchOperator, dict(branch="fix"), ["--branch", "fix"]),
+        (ReplaceMainBranchOperator, dict(branch="fix"), ["--branch", "fix", "--backup-kind", "tag"]),
+        (ReplaceMainBranchOperator, dict(branch="fix", backup_name="old", backup_kind="branch"),
+         ["--branch", "fix", "--backup-name", "old", "--backup-kind", "branch"]),
+        (ReplaceMainBranchOperator, dict(branch="fix", backup=False), ["--branch", "fix", "--no-backup"]),
+        (TagCreateOperator, dict(tag="t2", branch="fix", snapshot_id=2), ["--tag", "t2", "--branch", "fix", "--snapshot-id", "2"]),
+        (TagDeleteOperator, dict(tag="t1"), ["--tag", "t1"]),
+        (CompactionOperator, dict(branch="fix", partitions=[{"dt": "2026-11-01"}, "dt=2026-11-02"], where="dt > '2026'",
+                                  options={"target-file-size": "64 mb"}, dry_run=True, max_retries=2),
+         ["--branch", "fix", "--partition", "dt=2026-11-01", "--partition", "dt=2026-11-02", "--where", "dt > '2026'",
+          "--option", "target-file-size=64 mb", "--dry-run", "--max-retries", "2"]),
+    ],
+)
+def test_job_arguments(wh, cls, kwargs, expected):
+    op = cls(task_id="t", table="db.events", **kwargs)
+    op.preflight()  # valid input passes the checks
+    args = op.command_args()
+    assert args[: len(args) - len(expected)][-4:] == ["--table", "db.events", "--catalog-option", "metastore=filesystem"]
+    assert args[len(args) - len(expected):] == expected
+    if op.action:
+        assert args[0] == op.action
+
+
+def test_templated_fields_render(wh):
+    from airflow.sdk import DAG
+
+    with DAG("tpl", schedule=None, user_defined_macros={"suffix": "x"}) as dag:
+        op = BranchCreateOperator(task_id="c", table="{{ params.table }}", branch="fix_{{ suffix }}",
+                                  tag="{{ params.tag }}", params={"table": "db.events", "tag": "t1"})
+    assert {"table", "branch", "tag", "snapshot_id"} <= set(op.template_fields)
+    assert {"partitions", "where", "branch"} <= set(CompactionOperator.template_fields)
+    op.render_template_fields({"params": op.params, "suffix": "x"}, jinja_env=dag.get_template_env())
+    assert (op.table, op.branch, op.tag) == ("db.events", "fix_x", "t1")
+
+
+def test_job_hook_refuses_cluster_mode_and_env_vars(wh):
+    with pytest.raises(ValueError, match="client deploy mode"):
+        PaimonSparkJobHook("branch", [], deploy_mode="cluster")
+    with pytest.raises(ValueError, match="env_vars"):
+        PaimonSparkJobHook("branch", [], env_vars={"A": "b"})
+
+
+def test_result_and_error_lines_are_captured(wh):
+    hook = PaimonSparkJobHook("branch", [])
+    hook.capture_line("26/11/21 INFO noise\n")
+    hook.capture_line('PAIMON_RESULT {"main_snapshot_id": 7, "backup": {"kind": "tag", "name": "b"}}\n')
+    hook.capture_line("PAIMON_ERROR branch 'x' does not exist\n")
+    assert hook.result == {"main_snapshot_id": 7, "backup": {"kind": "tag", "name": "b"}}
+    assert hook.job_error == "branch 'x' does not exist"
+
+
+def test_compaction_summary_is_readable():
+    line = summarize("db.events", None, {
+        "files_before": 120, "bytes_before": 12 * 1024 * 1024, "files_after": 3, "bytes_after": 11.5 * 1024 * 1024,
+        "snapshot_id": 42, "committed": True, "duration_s": 14.23, "bins": 3, "message": "ok",
+    })
+    assert line == "Compaction of db.events: 120 files (12.0 MiB) -> 3 files (11.5 MiB), snapshot 42, 3 bins, took 14.2 s"
+    idle = summarize("db.events", "fix", {"files_before": 2, "bytes_before": 10, "committed": False,
+                                          "message": "nothing to compact", "duration_s": 0.5})
+    assert "branch fix" in idle and "nothing committed (nothing to compact)" in idle

@@ -1,0 +1,36 @@
+"""The --py-files zip: Airflow-free parts only, cached per version + content hash."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from airflow_provider_paimon import __version__
+from airflow_provider_paimon.packaging import build_py_files_zip, content_hash, launcher_path
+
+
+def test_zip_holds_the_job_code_and_not_the_airflow_layer(tmp_path):
+    path = build_py_files_zip(tmp_path)
+    assert Path(path).name.startswith(f"airflow_provider_paimon-{__version__}-")
+    names = set(zipfile.ZipFile(path).namelist())
+    assert "airflow_provider_paimon/__init__.py" in names
+    assert "airflow_provider_paimon/spark/jobs/launcher.py" in names
+    assert "airflow_provider_paimon/paimon/catalog.py" in names
+    assert not any(n.startswith(("airflow_provider_paimon/hooks/", "airflow_provider_paimon/operators/")) for n in names)
+    assert not any("__pycache__" in n for n in names)
+    assert Path(launcher_path()).is_file()
+
+
+def test_zip_is_cached_and_rebuilt_when_content_changes(tmp_path):
+    first = build_py_files_zip(tmp_path)
+    mtime = Path(first).stat().st_mtime_ns
+    assert build_py_files_zip(tmp_path) == first
+    assert Path(first).stat().st_mtime_ns == mtime  # reused, not rewritten
+
+    root = tmp_path / "pkg"
+    (root / "spark").mkdir(parents=True)
+    module = root / "spark" / "m.py"
+    module.write_text("x = 1\n")
+    before = content_hash([module], root)
+    module.write_text("x = 2\n")
+    assert content_hash([module], root) != before
