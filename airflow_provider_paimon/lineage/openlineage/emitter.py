@@ -63,8 +63,9 @@ class PaimonLineageEmitter:
         self._client = client
         self.job_namespace = job_namespace or "default"
         self.asynchronous = asynchronous
-        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        self._secrets.extend(_client_secrets(client))
+        # longest first, so a secret that contains another is masked whole
+        known = {s for s in [*secrets, *_client_secrets(client)] if s}
+        self._secrets = sorted(known, key=len, reverse=True)
         self._description = description or ("disabled" if client is None else _kind(client))
         self._lock = threading.Lock()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, queue_size))
