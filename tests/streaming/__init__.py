@@ -1,0 +1,1 @@
+"""Streaming read and write through the paimon data source."""
