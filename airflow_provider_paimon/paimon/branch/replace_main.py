@@ -21,8 +21,10 @@ schema id. If main and branch changed the schema independently (same id, differe
 content), replace-main is refused (fast-forward rewrites main's history instead).
 
 Steps (each a fault point ``replace_main.<step>``; all driven by the journal's plan,
-all idempotent): ``journal`` -> ``backup`` -> ``manifests`` -> ``schemas`` ->
-``check`` -> ``switch`` -> ``hint`` -> journal removed.
+all idempotent): ``journal`` -> ``backup`` -> ``manifests`` -> ``check`` ->
+``schemas`` -> ``switch`` -> ``hint`` -> journal removed. Only ``schemas`` and
+``switch`` are visible to readers, and ``schemas`` only when the schema changes (see
+docs/branches.md for that window).
 """
 
 from __future__ import annotations
@@ -187,10 +189,10 @@ def _apply(table: Any, layout: TableLayout, branch: str, plan: dict[str, Any]) -
         faults.check("replace_main.backup")
         sizes = _write_manifest_lists(table, layout, branch, plan)
         faults.check("replace_main.manifests")
-        _write_schemas(layout, branch, plan)
-        faults.check("replace_main.schemas")
         _check_unchanged(layout, plan)
         faults.check("replace_main.check")
+        _write_schemas(layout, branch, plan)
+        faults.check("replace_main.schemas")
         doc = _new_snapshot(layout, branch, plan, sizes)
         if not fileops.create_new(io, snap_path, to_json(doc)) and not _is_mine(layout, plan):
             _rollback(layout, plan)
