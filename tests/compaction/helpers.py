@@ -112,3 +112,8 @@ def files_on_disk(warehouse: str) -> set[str]:
         for f in files:
             out.add(os.path.join(root, f))
     return out
+
+
+def row_multiset_of_table(data: pa.Table) -> Counter:
+    """Multiset of the rows of an Arrow table."""
+    return Counter(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
