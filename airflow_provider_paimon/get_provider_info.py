@@ -123,4 +123,11 @@ def get_provider_info() -> dict[str, Any]:
         info["sensors"] = [{"integration-name": INTEGRATION, "python-modules": sensors}]
     if triggers:
         info["triggers"] = [{"integration-name": INTEGRATION, "python-modules": triggers}]
+    # The lineage page in the Airflow UI (a FastAPI app served by the api-server).
+    info["plugins"] = [
+        {
+            "name": "paimon_lineage",
+            "plugin-class": "airflow_provider_paimon.plugins.lineage_plugin.PaimonLineagePlugin",
+        }
+    ]
     return info

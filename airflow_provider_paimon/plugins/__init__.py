@@ -1,0 +1,1 @@
+"""Airflow plugins of the provider: the lineage page and its JSON API."""

@@ -1,0 +1,88 @@
+"""Start a real Airflow 3 api-server in a temporary AIRFLOW_HOME (for UI tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+USER, PASSWORD = "admin", "admin-test-pw"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def airflow_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for Airflow subprocesses: temp home, SQLite, simple auth with a known password."""
+    home.mkdir(parents=True, exist_ok=True)
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps({USER: PASSWORD}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home / 'airflow.db'}",
+        AIRFLOW__CORE__AUTH_MANAGER="airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{USER}:admin",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(passwords),
+        AIRFLOW__API_AUTH__JWT_SECRET="test-secret-for-ui-tests-only-0123456789",
+        AIRFLOW__CORE__DAGS_FOLDER=str(home / "dags"),
+    )
+    env.update(extra or {})
+    return env
+
+
+def airflow_bin() -> str:
+    return str(Path(sys.executable).with_name("airflow"))
+
+
+@contextmanager
+def api_server(home: Path, extra_env: dict[str, str] | None = None, timeout: float = 120.0):
+    """Yield the base URL of a running api-server; stop it (and its workers) afterwards."""
+    env = airflow_env(home, extra_env)
+    subprocess.run([airflow_bin(), "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
+    port = free_port()
+    log = open(home / "api-server.log", "w")
+    proc = subprocess.Popen(
+        [airflow_bin(), "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(base + "/api/v2/monitor/health", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("api-server did not start: " + (home / "api-server.log").read_text()[-3000:]) from None
+                time.sleep(1)
+        yield base
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        log.close()
+
+
+def login_token(base: str) -> str:
+    req = urllib.request.Request(
+        base + "/auth/token",
+        data=json.dumps({"username": USER, "password": PASSWORD}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())["access_token"]
