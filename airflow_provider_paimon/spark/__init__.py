@@ -16,6 +16,9 @@ def register(spark: Any) -> None:
     from .datasource import PaimonDataSource
 
     spark.dataSource.register(PaimonDataSource)
+    from .lineage_source import PaimonLineageDataSource  # read-only lineage tables
+
+    spark.dataSource.register(PaimonLineageDataSource)
     # The reader pushes filters to pypaimon (partition pruning); Spark refuses a
     # reader with pushFilters() while this is off (it is off by default).
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
