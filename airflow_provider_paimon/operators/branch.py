@@ -138,9 +138,9 @@ class MergeBranchOperator(_BranchOperator):
 class ReplaceMainBranchOperator(_BranchOperator):
     """Replace main with ``branch``: afterwards main reads exactly as the branch did.
 
-    By default the previous main is kept as a tag (``backup_kind='branch'`` for a
-    branch) named ``backup_name`` (the job picks a name when not given), so the
-    replacement can be undone; ``backup=False`` keeps nothing. XCom: the job's result,
+    By default the previous main is kept as a branch (``backup_kind='tag'`` for a tag)
+    named ``backup_name`` (the job picks a name when not given), so the replacement can
+    be undone; ``backup=False`` keeps nothing. XCom: the job's result,
     with ``main_snapshot_id`` and ``backup`` ({kind, name} or null).
     """
 
@@ -152,7 +152,7 @@ class ReplaceMainBranchOperator(_BranchOperator):
         *,
         backup: bool = True,
         backup_name: str | None = None,
-        backup_kind: str = "tag",
+        backup_kind: str = "branch",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

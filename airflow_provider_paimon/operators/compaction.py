@@ -131,6 +131,8 @@ class CompactionOperator(PaimonSparkJobOperator):
 
     def check_before_submit(self, hook: PaimonHook) -> None:
         branch = optional_str(self.branch)
+        if self.partitions and optional_str(self.where) is not None:
+            self.fail("give either partitions or where, not both")
         self.require_branch(hook, branch)
         schema = hook.get_schema(self.table, branch)
         if schema["primary_keys"]:

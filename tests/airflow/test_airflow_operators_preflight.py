@@ -53,7 +53,7 @@ CASES = [
     (BranchRenameOperator, dict(table="db.events", branch="fix", new_name="7"), "all digits"),
     (MergeBranchOperator, dict(table="db.events", branch="nope"), "does not exist"),
     (ReplaceMainBranchOperator, dict(table="db.events", branch="nope"), "does not exist"),
-    (ReplaceMainBranchOperator, dict(table="db.events", branch="fix", backup_name="t1"), "backup tag 't1' already exists"),
+    (ReplaceMainBranchOperator, dict(table="db.events", branch="fix", backup_name="t1", backup_kind="tag"), "backup tag 't1' already exists"),
     (ReplaceMainBranchOperator, dict(table="db.events", branch="fix", backup_name="fix", backup_kind="branch"), "backup branch 'fix' already exists"),
     (TagCreateOperator, dict(table="db.events", tag="t1"), "tag 't1' already exists"),
     (TagCreateOperator, dict(table="db.events", tag="42"), "all digits"),
@@ -69,6 +69,7 @@ CASES = [
     (CompactionOperator, dict(table="db.events", options={"compaction.min.file-num": 0}), "at least 1"),
     (CompactionOperator, dict(table="db.events", options={"target-file-size": "-5 mb"}), "must not be negative"),
     (CompactionOperator, dict(table="db.events", max_retries=-1), "max_retries must be >= 0"),
+    (CompactionOperator, dict(table="db.events", partitions=["dt=x"], where="dt > 'a'"), "either partitions or where"),
 ]
 
 
@@ -138,16 +139,17 @@ def test_connection_password_stays_off_the_command_line(wh, monkeypatch):
         (BranchDeleteOperator, dict(branch="fix"), ["--branch", "fix"]),
         (BranchRenameOperator, dict(branch="fix", new_name="fix2"), ["--branch", "fix", "--new-name", "fix2"]),
         (MergeBranchOperator, dict(branch="fix"), ["--branch", "fix"]),
-        (ReplaceMainBranchOperator, dict(branch="fix"), ["--branch", "fix", "--backup-kind", "tag"]),
+        (ReplaceMainBranchOperator, dict(branch="fix"), ["--branch", "fix", "--backup-kind", "branch"]),
         (ReplaceMainBranchOperator, dict(branch="fix", backup_name="old", backup_kind="branch"),
          ["--branch", "fix", "--backup-name", "old", "--backup-kind", "branch"]),
         (ReplaceMainBranchOperator, dict(branch="fix", backup=False), ["--branch", "fix", "--no-backup"]),
         (TagCreateOperator, dict(tag="t2", branch="fix", snapshot_id=2), ["--tag", "t2", "--branch", "fix", "--snapshot-id", "2"]),
         (TagDeleteOperator, dict(tag="t1"), ["--tag", "t1"]),
-        (CompactionOperator, dict(branch="fix", partitions=[{"dt": "2026-11-01"}, "dt=2026-11-02"], where="dt > '2026'",
+        (CompactionOperator, dict(branch="fix", partitions=[{"dt": "2026-11-01"}, "dt=2026-11-02"],
                                   options={"target-file-size": "64 mb"}, dry_run=True, max_retries=2),
-         ["--branch", "fix", "--partition", "dt=2026-11-01", "--partition", "dt=2026-11-02", "--where", "dt > '2026'",
+         ["--branch", "fix", "--partition", "dt=2026-11-01", "--partition", "dt=2026-11-02",
           "--option", "target-file-size=64 mb", "--dry-run", "--max-retries", "2"]),
+        (CompactionOperator, dict(where="dt > '2026'"), ["--where", "dt > '2026'"]),
     ],
 )
 def test_job_arguments(wh, cls, kwargs, expected):

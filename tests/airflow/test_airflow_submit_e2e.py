@@ -1,0 +1,117 @@
+"""End to end: real spark-submit of the real job modules, on local[2] and on a standalone cluster.
+
+Kept few on purpose (each submit starts a JVM): one DAG run through ``dag.test()`` with
+two branch submits on local[2] (XCom between tasks), one compaction on the
+standalone master+worker, and one failing job.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SECRET, set_connection
+
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.hooks.spark_job import PaimonJobInputError, PaimonSparkJobHook
+from airflow_provider_paimon.operators.compaction import CompactionOperator
+
+pytestmark = [pytest.mark.submit, pytest.mark.airflow]
+
+
+CORRECTION_DAG = """
+import json
+import os
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_paimon.operators.branch import BranchCreateOperator, ReplaceMainBranchOperator
+
+with DAG("paimon_e2e", schedule=None, params={"table": "db.events"}) as dag:
+    create = BranchCreateOperator(task_id="create", table="{{ params.table }}", branch="hotfix", tag="t1")
+    replace = ReplaceMainBranchOperator(
+        task_id="replace", table="{{ params.table }}", branch="hotfix", backup_name="old_main"
+    )
+
+    @task
+    def collect(created, replaced):
+        with open(os.environ["PAIMON_E2E_OUT"], "w") as f:
+            json.dump({"create": created, "replace": replaced}, f)
+
+    create >> replace
+    collect(create.output, replace.output)
+"""
+
+
+def _load_dag_file(name: str, source: str):
+    """Write a DAG file into the dags folder (dag.test() syncs that bundle) and import it."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dag
+
+
+def test_correction_flow_through_dag_test_with_xcom(wh, airflow_db, tmp_path, monkeypatch):
+    """create branch from a tag -> replace main; results travel through XCom."""
+    out = tmp_path / "xcom.json"
+    monkeypatch.setenv("PAIMON_E2E_OUT", str(out))
+    dag = _load_dag_file("paimon_e2e", CORRECTION_DAG)
+
+    run = dag.test()
+    assert run.state == "success", run.state
+    results = json.loads(out.read_text())
+    assert results["create"]["branch"] == "hotfix"
+    assert results["replace"]["backup"] == {"kind": "branch", "name": "old_main"}
+    hook = PaimonHook()
+    assert set(hook.list_branches("db.events")) >= {"fix", "hotfix", "old_main"}
+    # main now reads as the branch did: the branch was made from t1 (snapshot 1: 3 rows)
+    assert wh.read_ids("db.events") == [0, 1, 2]
+    assert results["replace"]["main_snapshot_id"] == hook.get_latest_snapshot_id("db.events")
+
+
+def test_compaction_on_standalone_cluster(wh, spark_standalone, monkeypatch):
+    host, port = spark_standalone.rsplit(":", 1)
+    set_connection(monkeypatch, "spark_cluster", {"conn_type": "spark", "host": host, "port": int(port)})
+    for _ in range(3):  # more small files in partition 2026-11-01 (now 5 files)
+        wh.append("db.events", rows=2, dt="2026-11-01")
+    rows_before = wh.read_ids("db.events")
+    op = CompactionOperator(
+        task_id="compact",
+        table="db.events",
+        spark_conn_id="spark_cluster",
+        options={"compaction.min.file-num": "2"},
+        spark_kwargs={"executor_memory": "512m", "driver_memory": "512m", "total_executor_cores": 1},
+        spark_name="paimon_tests.compact",
+    )
+    result = op.execute({})
+    assert result["committed"] is True, result
+    assert result["files_after"] < result["files_before"]
+    hook = PaimonHook()
+    latest = hook.get_latest_snapshot("db.events")
+    assert latest["id"] == result["snapshot_id"] and latest["commit_kind"] == "COMPACT"
+    assert wh.read_ids("db.events") == rows_before
+
+
+def test_failing_job_raises_the_jobs_own_error(wh):
+    hook = PaimonSparkJobHook(
+        "branch",
+        ["delete", "--warehouse", wh.path, "--table", "db.events", "--branch", "nope"],
+        secret_options={"s3.secret-key": SECRET},
+        name="paimon_tests.failing",
+    )
+    assert not any(SECRET in part for part in hook.build_command())
+    before = wh.files()
+    with pytest.raises(PaimonJobInputError, match="nope") as err:
+        hook.run()
+    assert err.value.exit_code == 2 and err.value.bad_input
+    assert str(err.value).startswith("Paimon branch job failed (exit 2): ")
+    assert SECRET not in str(err.value)
+    assert wh.files() == before
