@@ -1,0 +1,69 @@
+"""Capture settings from Spark conf keys and the environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.spark.lineage_config import capture_config
+
+
+def test_off_unless_configured():
+    assert not capture_config({}, "app", environ={}).enabled
+    assert capture_config({}, "app", environ={}, force=True).enabled
+    cfg = capture_config({"spark.paimon.lineage.url": "sqlite:////tmp/x.db"}, "app", environ={})
+    assert cfg.enabled and cfg.job == "app" and cfg.on_store_failure == "buffer"
+    off = capture_config(
+        {"spark.paimon.lineage.url": "sqlite:////tmp/x.db", "spark.paimon.lineage.enabled": "false"},
+        "app", environ={},
+    )
+    assert not off.enabled
+
+
+def test_job_database_policy_and_spool():
+    cfg = capture_config(
+        {
+            "spark.paimon.lineage.enabled": "true",
+            "spark.paimon.lineage.job": "dag.task",
+            "spark.paimon.lineage.database": "lineage",
+            "spark.paimon.lineage.onStoreFailure": "FAIL",
+            "spark.paimon.lineage.spoolDir": "/tmp/spool",
+            "spark.paimon.lineage.pollIntervalMs": "50",
+        },
+        "app",
+        environ={"PAIMON_LINEAGE_URL": "sqlite:////tmp/env.db"},
+    )
+    assert (cfg.job, cfg.database, cfg.on_store_failure) == ("dag.task", "lineage", "fail")
+    assert cfg.url == "sqlite:////tmp/env.db" and cfg.spool_dir == "/tmp/spool"
+    assert cfg.poll_interval == 0.05
+
+
+def test_password_from_environment_is_never_shown():
+    cfg = capture_config(
+        {"spark.paimon.lineage.url": "mysql+pymysql://lineage@db:3306/paimon"},
+        "app",
+        environ={"PAIMON_LINEAGE_PASSWORD": "s3cr3t!"},
+    )
+    assert "s3cr3t" in cfg.url  # filled in for the driver...
+    assert "s3cr3t" not in repr(cfg) and "s3cr3t" not in cfg.describe()  # ...never shown
+    assert "***" in cfg.describe()
+
+
+@pytest.mark.parametrize(
+    "conf, message",
+    [
+        ({"spark.paimon.lineage.onStoreFailure": "drop"}, "onStoreFailure"),
+        ({"spark.paimon.lineage.enabled": "maybe"}, "enabled"),
+        ({"spark.paimon.lineage.pollIntervalMs": "-1"}, "pollIntervalMs"),
+        ({"spark.paimon.lineage.urll": "x"}, "unknown lineage setting"),
+        ({"spark.paimon.lineage.url": "not a url"}, "not a SQLAlchemy URL"),
+    ],
+)
+def test_bad_values_name_the_key(conf, message):
+    with pytest.raises(InvalidArgumentError, match=message):
+        capture_config({"spark.paimon.lineage.enabled": "true", **conf}, "app", environ={})
+
+
+def test_job_name_required_when_enabled():
+    with pytest.raises(InvalidArgumentError, match="no job name"):
+        capture_config({}, "", environ={}, force=True)
