@@ -91,6 +91,12 @@ def create_new(file_io: Any, path: str, text: str) -> bool:
             os.link(tmp, lp)
         except FileExistsError:
             return False
+        except OSError:
+            # no hard links on this file system: check-then-rename (atomic content,
+            # create-if-absent only as strong as the check)
+            if os.path.exists(lp):
+                return False
+            os.rename(tmp, lp)
         return True
     finally:
         if os.path.exists(tmp):

@@ -91,6 +91,16 @@ def test_main_reads_as_branch_history_and_backup_kept(warehouse):
     assert not os.path.exists(os.path.join(tdir, ".branch-op.json"))
 
 
+def test_rerun_after_success_changes_nothing(warehouse):
+    catalog, t, old, new = scenario(warehouse)
+    first = ops.replace_main(t, "fix")
+    before = tree(warehouse)
+    again = ops.replace_main(t, "fix")
+    assert again["unchanged"] is True and again["main_snapshot_id"] == first["main_snapshot_id"]
+    assert again["backup"] is None
+    assert tree(warehouse) == before
+
+
 def test_undo_with_the_backup(warehouse):
     catalog, t, old, new = scenario(warehouse)
     backup = ops.replace_main(t, "fix")["backup"]["name"]

@@ -68,8 +68,8 @@ def test_full_correction_flow_in_process(capsys, warehouse, table):
     assert code == 0 and res["deleted"] is True
     code, res, _ = run(capsys, branch_job, ["replace-main", *common, "--branch", "fix", "--backup-kind", "tag",
                                             "--backup-name", "pre", "--catalog-option", "cache-enabled=false"])
-    assert code == 2  # main already reads as fix
-    assert res is None
+    assert code == 0 and res["unchanged"] is True and res["backup"] is None  # main already reads as fix
+    assert rows(catalog) == [(1, "m1"), (2, "m2"), (10, "b10")]
 
 
 @pytest.mark.parametrize(

@@ -80,8 +80,11 @@ def replace_main(
             )
         plan = journal["plan"]
     else:
-        bkp = _validate_backup(layout, backup, backup_name, backup_kind)
         require_branch(layout, branch)
+        done = already_replaced(layout, branch)
+        if done is not None:
+            return done
+        bkp = _validate_backup(layout, backup, backup_name, backup_kind)
         plan = make_plan(layout, branch, bkp)
         write_journal(layout, {"op": OP, "branch": branch, "backup": bkp, "started": _now(), "plan": plan})
         faults.check("replace_main.journal")
@@ -95,6 +98,36 @@ def replace_main(
         "schema_id": plan["target_schema"],
         "backup": plan["backup"],
         "resumed": resumed,
+        "unchanged": False,
+    }
+
+
+def already_replaced(layout: TableLayout, branch: str) -> dict[str, Any] | None:
+    """The result to return when main already reads as the branch's latest snapshot.
+
+    That is the case after a completed replace-main (an Airflow retry of a task that
+    succeeded but failed to report) or a fast-forward; nothing is written then.
+    """
+    lb = latest_snapshot_id(layout, branch)
+    lm = latest_snapshot_id(layout, None)
+    if lb is None or lm is None:
+        return None
+    b_doc = read_snapshot(layout, branch, lb) or {}
+    m_doc = read_snapshot(layout, None, lm) or {}
+    props = m_doc.get("properties") or {}
+    same_file = b_doc.get("uuid") is not None and m_doc.get("uuid") == b_doc.get("uuid")
+    replaced = props.get("replace-main.branch") == branch and props.get("replace-main.branch-snapshot-id") == str(lb)
+    if not (same_file or replaced):
+        return None
+    return {
+        "branch": branch,
+        "main_snapshot_id": lm,
+        "previous_main_snapshot_id": lm,
+        "branch_snapshot_id": lb,
+        "schema_id": int(m_doc["schemaId"]),
+        "backup": None,
+        "resumed": False,
+        "unchanged": True,
     }
 
 
@@ -109,7 +142,12 @@ def _validate_backup(layout: TableLayout, backup: bool, name: str | None, kind: 
         return None
     if kind not in BACKUP_KINDS:
         raise InvalidArgumentError(f"backup kind must be one of {', '.join(BACKUP_KINDS)}, got {kind!r}")
-    name = name or default_backup_name()
+    if name is None:
+        name = default_backup_name()
+        base, n = name, 1
+        while layout.branch_exists(name) or read_tag(layout, None, name) is not None:
+            n += 1
+            name = f"{base}_{n}"
     if kind == "branch":
         validate_branch_name(name)
         if layout.branch_exists(name):
@@ -134,11 +172,8 @@ def make_plan(layout: TableLayout, branch: str, bkp: dict[str, str] | None) -> d
         raise InvalidArgumentError(
             f"branch {branch!r} has no snapshot; write to it before it can replace main"
         )
-    b_doc = read_snapshot(layout, branch, lb)
     lm = latest_snapshot_id(layout, None)
     m_doc = read_snapshot(layout, None, lm) if lm is not None else None
-    if m_doc is not None and m_doc.get("uuid") == b_doc.get("uuid") and lm == lb:
-        raise InvalidArgumentError(f"main already reads as branch {branch!r} (snapshot {lm}); nothing to do")
     main_schemas = schema_ids(layout, None)
     add_schemas = []
     for sid in schema_ids(layout, branch):
