@@ -1,0 +1,125 @@
+"""PaimonLineageHook: the ``paimon_lineage`` connection to the lineage store.
+
+Connection layout (either form):
+
+* **Extra** ``url``: a full SQLAlchemy URL (``mysql+pymysql://...``,
+  ``postgresql+psycopg2://...``, ``sqlite:////path/lineage.sqlite``); Login and
+  Password fill in a URL that has none.
+* **Host / Port / Login / Password / Schema** with extra ``backend`` (``mysql``,
+  ``mariadb``, ``postgresql``; ``sqlite`` with extra ``path``). Schema is the database
+  the URL connects to, as in Airflow's MySQL and Postgres connections.
+
+Extra ``database`` names the lineage system database (the seed's ``jdbc.database``,
+default ``paimon``): a MySQL database or a PostgreSQL schema. The password is
+registered with Airflow's secret masker and is only ever logged inside a masked URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
+from sqlalchemy.engine import URL
+
+from airflow_provider_paimon.lineage.store import LineageStore
+from airflow_provider_paimon.lineage.url import (
+    DEFAULT_DATABASE,
+    build_url,
+    check_database_name,
+    mask_url,
+    parse_url,
+)
+
+
+def url_from_connection(
+    host: str | None,
+    port: int | None,
+    login: str | None,
+    password: str | None,
+    schema: str | None,
+    extra: dict[str, Any],
+) -> tuple[URL, str]:
+    """The store URL and system database a connection describes (pure, for tests)."""
+    extra = dict(extra or {})
+    database = check_database_name(extra.get("database") or DEFAULT_DATABASE)
+    if extra.get("url"):
+        url = parse_url(str(extra["url"]))
+        if login and url.username is None:
+            url = url.set(username=login)
+        if password and url.password is None:
+            url = url.set(password=password)
+        return url, database
+    backend = str(extra.get("backend") or ("mysql" if host else "sqlite"))
+    if backend.lower() == "sqlite":
+        return build_url("sqlite", database=extra.get("path") or None), database
+    query = {str(k): str(v) for k, v in (extra.get("query") or {}).items()}
+    url = build_url(backend, host=host, port=port, username=login, password=password,
+                    database=schema or None, query=query)
+    return url, database
+
+
+class PaimonLineageHook(BaseHook):
+    """Open the lineage store named by a ``paimon_lineage`` connection.
+
+    :param lineage_conn_id: the connection (default ``paimon_lineage_default``).
+    """
+
+    conn_name_attr = "lineage_conn_id"
+    default_conn_name = "paimon_lineage_default"
+    conn_type = "paimon_lineage"
+    hook_name = "Apache Paimon lineage store"
+
+    def __init__(self, lineage_conn_id: str = default_conn_name) -> None:
+        super().__init__()
+        self.lineage_conn_id = lineage_conn_id
+        self._resolved: tuple[URL, str] | None = None
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Connection form: what each field means for the lineage store."""
+        return {
+            "hidden_fields": [],
+            "relabeling": {"schema": "Database to connect to", "extra": "Extra (url, backend, database, path, query)"},
+            "placeholders": {
+                "host": "mysql.example.com",
+                "port": "3306",
+                "schema": "(optional) database the URL connects to",
+                "extra": '{"backend": "mysql", "database": "paimon"} or {"url": "postgresql+psycopg2://..."}',
+            },
+        }
+
+    def _resolve(self) -> tuple[URL, str]:
+        if self._resolved is None:
+            conn = self.get_connection(self.lineage_conn_id)
+            if conn.password:
+                mask_secret(conn.password)
+            url, database = url_from_connection(
+                conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson
+            )
+            if url.password:
+                mask_secret(url.password)
+            self._resolved = (url, database)
+            self.log.info("lineage store %s (database %s)", mask_url(url), database)
+        return self._resolved
+
+    def get_url(self) -> URL:
+        """The store's SQLAlchemy URL (``str()`` of it masks the password)."""
+        return self._resolve()[0]
+
+    def get_database(self) -> str:
+        """The lineage system database (MySQL database / PostgreSQL schema)."""
+        return self._resolve()[1]
+
+    def get_store(self, create: bool = True) -> LineageStore:
+        """An open ``LineageStore``; close it (or use it in a ``with`` block) when done."""
+        url, database = self._resolve()
+        return LineageStore.from_url(url, database, create=create)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """For the UI's Test button: can the store be opened (without creating it)?"""
+        try:
+            with self.get_store(create=False) as store:
+                return True, f"lineage store {store.url} at schema version {store.schema_version}"
+        except Exception as err:  # noqa: BLE001 - the message is the answer
+            return False, str(err)
