@@ -230,3 +230,29 @@ def test_streaming_reader_across_compaction_sees_each_row_once(warehouse):
 
     assert sorted(seen) == list(range(next_id + 80))
     assert len(seen) == len(set(seen))
+
+
+def test_files_of_an_older_schema_are_rewritten_as_readers_see_them(warehouse):
+    import pyarrow as pa
+    from pypaimon.schema.data_types import AtomicType
+    from pypaimon.schema.schema_change import SchemaChange
+
+    from airflow_provider_paimon.paimon.catalog import open_catalog
+
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 4)
+    open_catalog(warehouse).alter_table("db.t", [SchemaChange.add_column("extra", AtomicType("INT"))])
+    table = reload(warehouse)
+    for i in range(4):
+        data = batch(1_000 + i * 60, 60)
+        append(table, data.append_column("extra", pa.array([i] * 60, pa.int32())))
+    before = row_multiset(table)
+    assert any(row[3] is None for row in before) and any(row[3] == 3 for row in before)
+
+    result = _compact(table)
+
+    table = reload(warehouse)
+    assert result.committed and result.files_before == 16
+    assert row_multiset(table) == before
+    # Everything was rewritten with the current schema.
+    assert {e.file.schema_id for e in live_entries(table, latest_snapshot(table))} == {1}

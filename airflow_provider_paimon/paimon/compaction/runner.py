@@ -107,8 +107,10 @@ def compact(
     while True:
         attempt += 1
         result.attempts = attempt
+        mark = time.monotonic()
         plan = plan_compaction(table, options, partition_filter)
         _fill_from_plan(result, plan)
+        result.extra["plan_s"] = round(time.monotonic() - mark, 3)
         if plan.is_empty:
             result.message = (
                 "nothing to compact" if plan.snapshot_id is not None else "nothing to compact: table is empty"
@@ -122,14 +124,18 @@ def compact(
             break
         prefix = f"data-compact-{uuid.uuid4().hex[:12]}-"
         try:
+            mark = time.monotonic()
             new_files = rewriter(plan.bins, options.target_file_size, prefix)
+            result.extra["rewrite_s"] = round(time.monotonic() - mark, 3)
             changes = [
                 CompactChange(b.partition, b.bucket, b.total_buckets, list(b.files), list(after))
                 for b, after in zip(plan.bins, new_files, strict=True)
             ]
             if before_commit is not None:
                 before_commit(attempt)
+            mark = time.monotonic()
             snapshot = commit_compaction(table, changes, commit_user=commit_user)
+            result.extra["commit_s"] = round(time.monotonic() - mark, 3)
         except CompactionConflictError as err:
             _delete_attempt_files(table, plan.bins, prefix, keep=set())
             if attempt > max_retries:
