@@ -8,6 +8,8 @@ and turns the job's summary into a readable log line and the XCom return value.
 
 from __future__ import annotations
 
+import ast
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +35,46 @@ def partition_arg(spec: PartitionSpec) -> str:
 
 def partition_keys_of(spec: PartitionSpec) -> list[str]:
     return [pair.partition("=")[0].strip() for pair in partition_arg(spec).split(",") if pair]
+
+
+def _literal(value: str) -> Any:
+    """A rendered template that was not rendered natively: JSON or a Python literal."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return ast.literal_eval(value)
+
+
+def as_partition_list(value: Any) -> list[PartitionSpec]:
+    """``partitions`` as given or as rendered: a list, one spec, or the text of a list."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith(("[", "(")):
+            return list(_literal(text))
+        return [text]
+    if isinstance(value, Mapping):
+        return [value]
+    return list(value)
+
+
+def as_options(value: Any) -> dict[str, Any]:
+    """``options`` as given or as rendered (``"{...}"`` when not rendered natively)."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        value = _literal(value)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"options must be a mapping of option -> value, got {value!r}")
+    return dict(value)
+
+
+def as_bool(value: Any) -> bool:
+    """``dry_run`` as given or as rendered (``"False"`` must stay false)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def human_bytes(size: Any) -> str:
@@ -89,24 +131,26 @@ class CompactionOperator(PaimonSparkJobOperator):
         "partitions",
         "where",
         "options",
+        "dry_run",
     )
 
     def __init__(
         self,
         *,
         branch: str | None = None,
-        partitions: Sequence[PartitionSpec] | None = None,
+        partitions: Sequence[PartitionSpec] | str | None = None,
         where: str | None = None,
-        options: Mapping[str, Any] | None = None,
-        dry_run: bool = False,
+        options: Mapping[str, Any] | str | None = None,
+        dry_run: bool | str = False,
         max_retries: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.branch = branch
-        self.partitions = list(partitions or [])
+        # kept as given: they may be templates, normalised when the task runs
+        self.partitions = partitions
         self.where = where
-        self.options = dict(options or {})
+        self.options = options
         self.dry_run = dry_run
         self.max_retries = max_retries
 
@@ -115,14 +159,14 @@ class CompactionOperator(PaimonSparkJobOperator):
         branch = optional_str(self.branch)
         if not is_main(branch):
             args += ["--branch", branch]  # type: ignore[list-item]
-        for spec in self.partitions:
+        for spec in as_partition_list(self.partitions):
             args += ["--partition", partition_arg(spec)]
         where = optional_str(self.where)
         if where is not None:
             args += ["--where", where]
-        for key, value in sorted(self.options.items()):
+        for key, value in sorted(as_options(self.options).items()):
             args += ["--option", f"{key}={value}"]
-        if self.dry_run:
+        if as_bool(self.dry_run):
             args.append("--dry-run")
         retries = optional_int(self.max_retries, "max_retries")
         if retries is not None:
@@ -131,7 +175,8 @@ class CompactionOperator(PaimonSparkJobOperator):
 
     def check_before_submit(self, hook: PaimonHook) -> None:
         branch = optional_str(self.branch)
-        if self.partitions and optional_str(self.where) is not None:
+        partitions = as_partition_list(self.partitions)
+        if partitions and optional_str(self.where) is not None:
             self.fail("give either partitions or where, not both")
         self.require_branch(hook, branch)
         schema = hook.get_schema(self.table, branch)
@@ -142,7 +187,7 @@ class CompactionOperator(PaimonSparkJobOperator):
                 "their writers)"
             )
         partition_keys = schema["partition_keys"]
-        for spec in self.partitions:
+        for spec in partitions:
             unknown = [k for k in partition_keys_of(spec) if k not in partition_keys]
             if unknown or not partition_arg(spec):
                 known = ", ".join(partition_keys) or "none, the table is not partitioned"
@@ -156,20 +201,24 @@ class CompactionOperator(PaimonSparkJobOperator):
         self._check_options()
 
     def _check_options(self) -> None:
+        try:
+            options = as_options(self.options)
+        except (TypeError, ValueError, SyntaxError) as err:
+            self.fail(f"options: {err}")
         for key in _POSITIVE_INT_OPTIONS:
-            if key in self.options:
-                value = optional_int(self.options[key], f"option {key}")
+            if key in options:
+                value = optional_int(options[key], f"option {key}")
                 if value is None or value < 1:
-                    self.fail(f"option {key} must be at least 1, got {self.options[key]!r}")
+                    self.fail(f"option {key} must be at least 1, got {options[key]!r}")
         for key in _POSITIVE_FLOAT_OPTIONS:
-            if key in self.options:
+            if key in options:
                 try:
-                    ratio = float(self.options[key])
+                    ratio = float(options[key])
                 except (TypeError, ValueError):
                     ratio = -1.0
                 if ratio <= 0:
-                    self.fail(f"option {key} must be a positive number, got {self.options[key]!r}")
-        for key, value in self.options.items():
+                    self.fail(f"option {key} must be a positive number, got {options[key]!r}")
+        for key, value in options.items():
             if str(value).strip().startswith("-"):
                 self.fail(f"option {key} must not be negative, got {value!r}")
 
