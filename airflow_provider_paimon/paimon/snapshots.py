@@ -38,7 +38,19 @@ class TableLayout:
 
     @classmethod
     def of(cls, table: Any) -> TableLayout:
-        """Layout of a pypaimon ``FileStoreTable`` (any branch of it: the root is shared)."""
+        """Layout of a pypaimon ``FileStoreTable`` (any branch of it: the root is shared).
+
+        Refuses tables whose catalog manages versions itself (REST catalog): changing
+        their files behind the server's back would desynchronise it.
+        """
+        env = getattr(table, "catalog_environment", None)
+        if getattr(env, "supports_version_management", False) and getattr(env, "catalog_loader", None):
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                "this table's catalog manages branches and tags itself (REST catalog); "
+                "use the catalog's own branch API instead of file operations"
+            )
         path = str(table.table_path).rstrip("/")
         marker = "/branch/" + BRANCH_PREFIX
         if marker in path:
