@@ -256,3 +256,39 @@ def test_files_of_an_older_schema_are_rewritten_as_readers_see_them(warehouse):
     assert row_multiset(table) == before
     # Everything was rewritten with the current schema.
     assert {e.file.schema_id for e in live_entries(table, latest_snapshot(table))} == {1}
+
+
+def test_paimon_stream_planner_skips_compact_snapshots(warehouse):
+    """The ``paimon`` streaming source's planner across a real COMPACT snapshot."""
+    from airflow_provider_paimon.paimon.stream_scan import (
+        StreamOffset,
+        StreamPlanner,
+        parse_stream_scan_config,
+    )
+
+    table = make_table(warehouse, options=SMALL)
+    next_id = append_many(table, 5)
+
+    def ids(planner, start, end):
+        splits = planner.splits(planner.range_entries(start, end))
+        return read_all_splits(planner.table, splits)
+
+    planner = StreamPlanner(reload(warehouse), parse_stream_scan_config({}))
+    first = planner.resolve_start()
+    seen = ids(planner, StreamOffset(next_snapshot=0), first)
+
+    append(reload(warehouse), batch(next_id, 40))
+    assert _compact(reload(warehouse)).committed
+    append(reload(warehouse), batch(next_id + 40, 40))
+
+    planner = StreamPlanner(reload(warehouse), parse_stream_scan_config({}))
+    end = StreamOffset(next_snapshot=planner.advance(first.next_snapshot))
+    assert end.next_snapshot == 9  # 5 appends, append, COMPACT (skipped), append
+    seen += ids(planner, first, end)
+    assert sorted(seen) == list(range(next_id + 80))
+
+
+def read_all_splits(table, splits):
+    if not splits:
+        return []
+    return table.new_read_builder().new_read().to_arrow(splits)["id"].to_pylist()
