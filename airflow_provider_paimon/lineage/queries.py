@@ -10,6 +10,8 @@ Branch is part of a node: snapshot 5 of a branch is not snapshot 5 of main.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -128,16 +130,34 @@ def _hop(direction: Direction, db: sa.ColumnElement, tbl: sa.ColumnElement, br: 
     return joined, where, cols
 
 
-def _cte_query(direction: Direction, start: SnapshotRef, depth: int, onwards: bool) -> sa.Select:
-    snap = (lambda c: c >= start.snapshot_id) if onwards else (lambda c: c == start.snapshot_id)
-    joined, where, cols = _hop(direction, sa.literal(start.database), sa.literal(start.table), sa.literal(start.branch), snap)
+def _start_condition(onwards: bool) -> Callable[[sa.ColumnElement], sa.ColumnElement]:
+    snap = sa.bindparam("snap", type_=sa.BigInteger())
+    return (lambda c: c >= snap) if onwards else (lambda c: c == snap)
+
+
+def _named_start() -> tuple[sa.BindParameter, sa.BindParameter, sa.BindParameter]:
+    return (sa.bindparam("db", type_=schema.NAME), sa.bindparam("tbl", type_=schema.NAME),
+            sa.bindparam("br", type_=schema.NAME))
+
+
+@functools.cache
+def _cte_query(direction: Direction, onwards: bool) -> sa.Select:
+    """The recursive walk, built once (parameters: db, tbl, br, snap, max_depth)."""
+    joined, where, cols = _hop(direction, *_named_start(), _start_condition(onwards))
     anchor = sa.select(*cols, sa.literal_column("1", sa.Integer).label("depth")).select_from(joined).where(*where)
     hops = anchor.cte("hops", recursive=True)
     joined2, where2, cols2 = _hop(direction, hops.c.db, hops.c.tbl, hops.c.br, lambda c: c == hops.c.snap)
     step = (sa.select(*cols2, (hops.c.depth + 1).label("depth")).select_from(hops.join(joined2, sa.true()))
-            .where(*where2, hops.c.depth < depth))
+            .where(*where2, hops.c.depth < sa.bindparam("max_depth", type_=sa.Integer())))
     hops = hops.union(step)
     return sa.select(hops)
+
+
+@functools.cache
+def _one_hop_query(direction: Direction, onwards: bool) -> sa.Select:
+    """One hop, built once (parameters: db, tbl, br, snap)."""
+    joined, where, cols = _hop(direction, *_named_start(), _start_condition(onwards))
+    return sa.select(*cols).select_from(joined).where(*where)
 
 
 def _supports_recursive_cte(conn: sa.Connection) -> bool:
@@ -154,19 +174,18 @@ def _walk_iteratively(conn: sa.Connection, direction: Direction, start: Snapshot
     """Breadth-first, one query per node: the answer of the CTE without one."""
     found: list[tuple] = []
     seen: set[tuple] = set()
-    snap = (lambda c: c >= start.snapshot_id) if onwards else (lambda c: c == start.snapshot_id)
-    frontier = [(start.database, start.table, start.branch, snap)]
+    frontier = [(start.database, start.table, start.branch, start.snapshot_id, onwards)]
     for level in range(1, depth + 1):
         following = []
-        for db, tbl, br, cond in frontier:
-            joined, where, cols = _hop(direction, sa.literal(db), sa.literal(tbl), sa.literal(br), cond)
-            for row in conn.execute(sa.select(*cols).select_from(joined).where(*where)):
+        for db, tbl, br, snap, from_onwards in frontier:
+            params = {"db": db, "tbl": tbl, "br": br, "snap": snap}
+            for row in conn.execute(_one_hop_query(direction, from_onwards), params):
                 key = (*tuple(row), level)
                 if key in seen:
                     continue
                 seen.add(key)
                 found.append(key)
-                following.append((row.db, row.tbl, row.br, (lambda s: lambda c: c == s)(row.snap)))
+                following.append((row.db, row.tbl, row.br, row.snap, False))
         frontier = following
         if not frontier:
             break
@@ -198,7 +217,12 @@ def walk(
     def query(conn: sa.Connection) -> list[tuple]:
         use_cte = _supports_recursive_cte(conn) if recursive_cte is None else recursive_cte
         if use_cte:
-            return [tuple(r) for r in conn.execute(_cte_query(direction, start, depth, onwards))]
+            params = {"db": start.database, "tbl": start.table, "br": start.branch,
+                      "snap": start.snapshot_id, "max_depth": depth}
+            if depth == 1:
+                rows = conn.execute(_one_hop_query(direction, onwards), params)
+                return [(*tuple(r), 1) for r in rows]
+            return [tuple(r) for r in conn.execute(_cte_query(direction, onwards), params)]
         return _walk_iteratively(conn, direction, start, depth, onwards)
 
     best: dict[tuple, tuple] = {}

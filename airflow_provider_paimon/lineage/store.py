@@ -63,6 +63,7 @@ class LineageStore:
         self.backend = backend_of(engine.url)
         self.retry = retry
         self.schema_version = version
+        self._statements: dict[tuple[str, tuple[str, ...]], sa.Insert] = {}
 
     # -- construction -------------------------------------------------------------
 
@@ -152,6 +153,14 @@ class LineageStore:
             return
         keys = [c.name for c in table.primary_key.columns]
         rows.sort(key=lambda r: tuple(r[k] for k in keys))  # same lock order everywhere
+        conn.execute(self._upsert_statement(table, tuple(update)), rows)
+
+    def _upsert_statement(self, table: sa.Table, update: tuple[str, ...]) -> sa.Insert:
+        """INSERT ... ON CONFLICT/DUPLICATE KEY UPDATE, built once per table and store."""
+        cached = self._statements.get((table.name, update))
+        if cached is not None:
+            return cached
+        keys = [c.name for c in table.primary_key.columns]
         if self.backend == "mysql":
             stmt = mysql_dialect.insert(table)
             stmt = stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in update})
@@ -161,7 +170,8 @@ class LineageStore:
             stmt = stmt.on_conflict_do_update(
                 index_elements=keys, set_={c: stmt.excluded[c] for c in update}
             )
-        conn.execute(stmt, rows)
+        self._statements[(table.name, update)] = stmt
+        return stmt
 
     # -- writing --------------------------------------------------------------------
 
