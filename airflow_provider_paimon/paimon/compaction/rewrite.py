@@ -106,6 +106,7 @@ def rewrite_files(
 
 
 READ_BATCH_ROWS = 64 * 1024
+WHOLE_FILE_READ_BYTES = 32 * 1024 * 1024  # small files: one read, no batch iteration
 
 
 def read_files(table: Any, partition: tuple, bucket: int, files: list[Any]) -> Iterator[pa.RecordBatch]:
@@ -129,7 +130,11 @@ def read_files(table: Any, partition: tuple, bucket: int, files: list[Any]) -> I
             slow.append(f)
             continue
         yield from flush_slow()
-        for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS):
+        if f.file_size <= WHOLE_FILE_READ_BYTES:
+            batches = parquet.read().combine_chunks().to_batches()
+        else:
+            batches = parquet.iter_batches(batch_size=READ_BATCH_ROWS)
+        for batch in batches:
             yield batch if batch.schema.equals(schema) else _conform(batch, schema)
     yield from flush_slow()
 
@@ -144,7 +149,7 @@ def _open_same_schema_parquet(table: Any, file: Any, schema: pa.Schema) -> Any:
     ):
         return None
     try:
-        parquet = pq.ParquetFile(table.file_io.new_input_stream(file.physical_path()))
+        parquet = pq.ParquetFile(_open(table, file.physical_path()))
     except Exception:  # noqa: BLE001 - the general reader will report real problems
         return None
     actual = parquet.schema_arrow
@@ -153,6 +158,14 @@ def _open_same_schema_parquet(table: Any, file: Any, schema: pa.Schema) -> Any:
     ):
         return None
     return parquet
+
+
+def _open(table: Any, path: str) -> Any:
+    """A local path is opened by pyarrow itself (memory-mapped); others via the table's FileIO."""
+    if "://" not in path or path.startswith("file://"):
+        local = path[len("file://"):] if path.startswith("file://") else path
+        return pa.memory_map(local, "r")
+    return table.file_io.new_input_stream(path)
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
