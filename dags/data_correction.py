@@ -1,0 +1,222 @@
+"""Data correction without stopping the pipeline (seed 004), as one Airflow DAG.
+
+    validate -> tag_main -> create_branch -> run_corrected_job -> wait_catch_up
+             -> replace_main -> check_main -> cleanup_wanted -> delete_branch
+
+1. ``validate`` checks every param against the warehouse before anything changes:
+   unknown sink or source table, a branch or tag name that is invalid or already
+   exists, a job name with no script in ``dags/jobs/``, a bad lag or lineage URL.
+   A bad run fails here, with a message naming the param, and nothing is changed.
+2. ``tag_main`` tags main's latest snapshot (the point the correction starts from).
+3. ``create_branch`` creates the branch from that tag.
+4. ``run_corrected_job`` spark-submits the corrected job (``--version fixed``) into
+   the branch, reading the source on main and recording its batch in the lineage
+   store (source snapshot consumed, branch snapshot produced).
+5. ``wait_catch_up`` (``SnapshotCatchUpSensor``) waits until the job has consumed
+   the source's latest snapshot, within ``max_lag`` data snapshots.
+6. ``replace_main`` makes main read exactly as the branch does, keeping the old main
+   as a backup branch (``backup_name``, or a name the job picks) so it can be undone.
+7. ``check_main`` reads main with plain pypaimon and verifies it holds the corrected
+   rows (the job's ``verify``), and that the backup exists.
+8. ``delete_branch`` (only when ``cleanup`` is true) deletes the correction branch.
+
+Run it from the UI/CLI with a conf, or in Python with ``dag.test(run_conf={...})``.
+Connections: ``spark_default`` (where jobs run) and, when the ``warehouse`` param is
+blank, ``paimon_default`` (where the tables are). See docs/correction.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from airflow.sdk import DAG, Param, task
+from airflow.sdk.exceptions import AirflowFailException
+from correction_tasks import (
+    CorrectionBranchCreateOperator,
+    CorrectionBranchDeleteOperator,
+    CorrectionCatchUpSensor,
+    CorrectionReplaceMainOperator,
+    CorrectionTagCreateOperator,
+    PaimonScriptOperator,
+    job_path,
+    load_job_module,
+    paimon_hook_for,
+    read_rows,
+)
+
+from airflow_provider_paimon.lineage.url import default_url
+
+DAG_ID = "paimon_data_correction"
+#: the corrected job's name in Spark and the lineage store (what the sensor follows)
+CORRECTED_JOB_NAME = "{{ params.job }}.fixed.{{ params.branch }}"
+W = "{{ params.warehouse }}"
+
+
+def validate_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Check the run's params against the warehouse; raise ``AirflowFailException`` on the first problem.
+
+    Reads metadata only: a failure here leaves every table as it was.
+    """
+    from airflow_provider_paimon.paimon.errors import PaimonError
+    from airflow_provider_paimon.paimon.names import validate_branch_name, validate_tag_name
+
+    def fail(message: str) -> None:
+        raise AirflowFailException(f"invalid params: {message}; nothing was changed")
+
+    table, source = params["table"], params["source_table"]
+    branch, tag = params["branch"], params["tag"]
+    try:
+        job_path(params["job"])
+    except ValueError as err:
+        fail(f"job: {err}")
+    try:
+        max_lag = int(params["max_lag"])
+    except (TypeError, ValueError):
+        max_lag = -1
+    if max_lag < 0:
+        fail(f"max_lag must be an integer >= 0, got {params['max_lag']!r}")
+    try:
+        from sqlalchemy.engine import make_url
+
+        make_url(params["lineage_url"])
+    except Exception:  # noqa: BLE001 - any parse failure is a bad param
+        fail("lineage_url is not a SQLAlchemy URL")
+    try:
+        hook = paimon_hook_for(params["warehouse"])
+        for what, name in (("table", table), ("source_table", source)):
+            try:
+                hook.get_table(name)
+            except PaimonError as err:
+                fail(f"{what}: {err}")
+        validate_branch_name(branch)
+        validate_tag_name(tag)
+    except (PaimonError, ValueError) as err:
+        fail(str(err))
+    if hook.branch_exists(table, branch):
+        fail(f"branch {branch!r} already exists on {table} (pick a new branch name)")
+    if hook.tag_exists(table, tag):
+        fail(f"tag {tag!r} already exists on {table} (pick a new tag name)")
+    if hook.get_latest_snapshot_id(table) is None:
+        fail(f"{table} has no snapshot on main: there is nothing to correct")
+    if hook.get_latest_snapshot_id(source) is None:
+        fail(f"source {source} has no snapshot: the corrected job would read nothing")
+    backup = (params.get("backup_name") or "").strip()
+    if backup:
+        try:
+            validate_branch_name(backup)
+        except PaimonError as err:
+            fail(f"backup_name: {err}")
+        if hook.branch_exists(table, backup):
+            fail(f"backup branch {backup!r} already exists on {table}")
+    return {"warehouse": hook.warehouse, "main_snapshot_id": hook.get_latest_snapshot_id(table)}
+
+
+def check_corrected_main(params: dict[str, Any], replaced: dict[str, Any]) -> dict[str, Any]:
+    """Verify main now holds the corrected rows and the old main's backup exists."""
+    hook = paimon_hook_for(params["warehouse"])
+    table = params["table"]
+    main_rows = read_rows(hook, table)
+    source_rows = read_rows(hook, params["source_table"])
+    problems = []
+    module = load_job_module(params["job"])
+    if hasattr(module, "verify"):
+        problems += module.verify(source_rows, main_rows)
+    backup = (replaced or {}).get("backup")
+    if backup:
+        exists = (
+            hook.branch_exists(table, backup["name"]) if backup["kind"] == "branch"
+            else hook.tag_exists(table, backup["name"])
+        )
+        if not exists:
+            problems.append(f"backup {backup['kind']} {backup['name']!r} of the old main is missing")
+    if problems:
+        raise AirflowFailException(f"main of {table} is not corrected: " + "; ".join(problems))
+    return {"rows": len(main_rows), "main_snapshot_id": hook.get_latest_snapshot_id(table), "backup": backup}
+
+
+with DAG(
+    DAG_ID,
+    schedule=None,
+    catchup=False,
+    doc_md=__doc__,
+    tags=["paimon", "example"],
+    params={
+        "warehouse": Param(
+            os.environ.get("PAIMON_WAREHOUSE", ""),
+            type="string",
+            description="warehouse path/URI; blank: the paimon_default connection's",
+        ),
+        "table": Param("db.orders_enriched", type="string", description="the table to correct (db.table)"),
+        "source_table": Param("db.orders", type="string", description="what the job reads (db.table)"),
+        "job": Param("enrich_orders", type="string", description="corrected job: dags/jobs/<job>.py"),
+        "branch": Param("correction", type="string", description="new branch the job writes"),
+        "tag": Param("before_correction", type="string", description="new tag on main's latest snapshot"),
+        "max_lag": Param(0, type="integer", minimum=0, description="allowed unconsumed source snapshots"),
+        "lineage_url": Param(default_url(), type="string", description="lineage store SQLAlchemy URL"),
+        "backup_name": Param("", type="string", description="backup branch of the old main; blank: auto"),
+        "cleanup": Param(False, type="boolean", description="delete the branch at the end"),
+    },
+) as dag:
+
+    @task
+    def validate(params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Fail fast on bad params (nothing changed)."""
+        return validate_params(params or {})
+
+    tag_main = CorrectionTagCreateOperator(
+        task_id="tag_main", warehouse=W, table="{{ params.table }}", tag="{{ params.tag }}"
+    )
+    create_branch = CorrectionBranchCreateOperator(
+        task_id="create_branch",
+        warehouse=W,
+        table="{{ params.table }}",
+        branch="{{ params.branch }}",
+        tag="{{ params.tag }}",
+    )
+    run_corrected_job = PaimonScriptOperator(
+        task_id="run_corrected_job",
+        job="{{ params.job }}",
+        warehouse=W,
+        source="{{ params.source_table }}",
+        sink="{{ params.table }}",
+        branch="{{ params.branch }}",
+        version="fixed",
+        lineage_url="{{ params.lineage_url }}",
+        job_name=CORRECTED_JOB_NAME,
+    )
+    wait_catch_up = CorrectionCatchUpSensor(
+        task_id="wait_catch_up",
+        warehouse=W,
+        table="{{ params.table }}",
+        branch="{{ params.branch }}",
+        job=CORRECTED_JOB_NAME,
+        max_lag="{{ params.max_lag }}",
+        poke_interval=5,
+        timeout=600,
+    )
+    replace_main = CorrectionReplaceMainOperator(
+        task_id="replace_main",
+        warehouse=W,
+        table="{{ params.table }}",
+        branch="{{ params.branch }}",
+        backup_name="{{ params.backup_name }}",
+    )
+
+    @task
+    def check_main(replaced: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Main holds the corrected rows; the backup of the old main exists."""
+        return check_corrected_main(params or {}, replaced)
+
+    @task.short_circuit
+    def cleanup_wanted(params: dict[str, Any] | None = None) -> bool:
+        """Go on to delete the branch only when the ``cleanup`` param is true."""
+        return bool((params or {}).get("cleanup"))
+
+    delete_branch = CorrectionBranchDeleteOperator(
+        task_id="delete_branch", warehouse=W, table="{{ params.table }}", branch="{{ params.branch }}"
+    )
+
+    checked = check_main(replace_main.output)
+    validate() >> tag_main >> create_branch >> run_corrected_job >> wait_catch_up >> replace_main
+    checked >> cleanup_wanted() >> delete_branch

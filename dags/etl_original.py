@@ -1,0 +1,45 @@
+"""The original ETL: the (buggy) ``enrich_orders`` job keeps writing main.
+
+One task spark-submits ``dags/jobs/enrich_orders.py --version buggy`` on main, every
+``schedule`` (hourly by default; ``None`` in the demo, which triggers it itself). It is
+the "pipeline that keeps running" of seed 004: ``paimon_data_correction`` repairs the
+table in a branch while this DAG still writes main, then swaps main for the branch.
+
+Params: ``warehouse`` (blank: the ``paimon_default`` connection's), ``source_table``,
+``table``, ``lineage_url``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from airflow.sdk import DAG, Param
+from correction_tasks import PaimonScriptOperator
+
+from airflow_provider_paimon.lineage.url import default_url
+
+with DAG(
+    "paimon_etl_original",
+    schedule=os.environ.get("PAIMON_ETL_SCHEDULE") or None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    doc_md=__doc__,
+    tags=["paimon", "example"],
+    params={
+        "warehouse": Param(os.environ.get("PAIMON_WAREHOUSE", ""), type="string"),
+        "table": Param("db.orders_enriched", type="string"),
+        "source_table": Param("db.orders", type="string"),
+        "lineage_url": Param(default_url(), type="string"),
+    },
+) as dag:
+    PaimonScriptOperator(
+        task_id="enrich_orders",
+        job="enrich_orders",
+        warehouse="{{ params.warehouse }}",
+        source="{{ params.source_table }}",
+        sink="{{ params.table }}",
+        version="buggy",
+        lineage_url="{{ params.lineage_url }}",
+        job_name="enrich_orders.original",
+    )

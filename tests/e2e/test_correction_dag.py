@@ -1,0 +1,146 @@
+"""The data-correction DAG end to end: ``dag.test()`` against real local Spark.
+
+Spark submits are the cost here (four in the good run: tag, branch, corrected job,
+replace-main; the clean-up delete is a fifth), so there is one good run; bad params
+fail at ``validate`` before any submit. The buggy "before" state is written with
+pypaimon (see conftest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import DAGS, ORDERS, VENV_BIN
+
+
+def _load_dag():
+    import data_correction
+
+    return data_correction.dag
+
+
+def _files(root: str) -> dict[str, int]:
+    base = Path(root)
+    return {str(p.relative_to(base)): p.stat().st_size for p in base.rglob("*") if p.is_file()}
+
+
+def _states(run) -> dict[str, str]:
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return {ti.task_id: ti.state for ti in run.get_task_instances(session=session)}
+
+
+def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airflow_db, tmp_path):
+    from correction_tasks import load_job_module, paimon_hook_for, read_rows
+
+    from airflow_provider_paimon.lineage import LineageStore
+
+    lineage_url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    hook = paimon_hook_for(orders_warehouse)
+    job = load_job_module("enrich_orders")
+    assert job.verify(ORDERS, read_rows(hook, "db.orders_enriched")), "main starts out buggy"
+    main_before = hook.get_latest_snapshot_id("db.orders_enriched")
+
+    run = _load_dag().test(
+        run_conf={
+            "warehouse": orders_warehouse,
+            "lineage_url": lineage_url,
+            "branch": "fix1",
+            "tag": "before_fix1",
+            "backup_name": "main_before_fix1",
+            "cleanup": True,
+        }
+    )
+    states = _states(run)
+    assert run.state == "success", states
+    assert all(s == "success" for s in states.values()), states
+
+    hook = paimon_hook_for(orders_warehouse)
+    rows = read_rows(hook, "db.orders_enriched")
+    assert job.verify(ORDERS, rows) == []
+    assert sorted(r["amount"] for r in rows) == [9.99, 12.5, 250.0, 1800.0]
+    branches = hook.list_branches("db.orders_enriched")
+    assert "main_before_fix1" in branches and "fix1" not in branches  # backup kept, branch cleaned
+    old_main = read_rows(hook, "db.orders_enriched", "main_before_fix1")
+    assert job.verify(ORDERS, old_main), "the backup holds the old (buggy) main"
+    assert hook.tag_exists("db.orders_enriched", "before_fix1")
+    assert hook.get_latest_snapshot_id("db.orders_enriched") > main_before
+
+    with LineageStore.from_url(lineage_url) as store:
+        sources = store.source_data_lineages(job="enrich_orders.fixed.fix1")
+        sinks = store.sink_data_lineages(job="enrich_orders.fixed.fix1")
+    assert [(s.table, s.snapshot_id, s.branch) for s in sources] == [("orders", 1, "main")]
+    assert [(s.table, s.branch) for s in sinks] == [("orders_enriched", "fix1")]
+
+
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({"table": "db.nope"}, "table: "),
+        ({"source_table": "nodb.orders"}, "source_table: "),
+        ({"branch": "existing"}, "branch 'existing' already exists"),
+        ({"branch": "main"}, "main"),
+        ({"tag": "before_correction_1"}, "tag 'before_correction_1' already exists"),
+        ({"job": "enrich_orderz"}, "no job 'enrich_orderz'"),
+        ({"job": "../etl"}, "not a Python identifier"),
+        ({"max_lag": -1}, "max_lag"),
+    ],
+)
+def test_validate_names_the_bad_param(orders_warehouse, conf, message):
+    from airflow.sdk.exceptions import AirflowFailException
+    from data_correction import validate_params
+
+    _existing_branch_and_tag(orders_warehouse)
+    params = {**_default_params(), "warehouse": orders_warehouse, **conf}
+    with pytest.raises(AirflowFailException, match="invalid params") as err:
+        validate_params(params)
+    assert message in str(err.value)
+    assert str(err.value).endswith("nothing was changed")
+
+
+def _default_params() -> dict:
+    return {k: getattr(v, "value", v) for k, v in _load_dag().params.items()}
+
+
+def _existing_branch_and_tag(warehouse: str) -> None:
+    from pypaimon import CatalogFactory
+
+    table = CatalogFactory.create({"warehouse": warehouse}).get_table("db.orders_enriched")
+    table.branch_manager().create_branch("existing")
+    table.create_tag("before_correction_1")
+
+
+def test_bad_params_run_fails_at_the_first_task_and_changes_nothing(orders_warehouse, airflow_db):
+    _existing_branch_and_tag(orders_warehouse)
+    before = _files(orders_warehouse)
+
+    run = _load_dag().test(run_conf={"warehouse": orders_warehouse, "branch": "existing"})
+    states = _states(run)
+    assert run.state == "failed"
+    assert states["validate"] == "failed", states
+    assert all(s == "upstream_failed" for t, s in states.items() if t != "validate"), states
+    assert _files(orders_warehouse) == before
+
+
+def test_every_dag_imports_without_errors(airflow_db):
+    env = dict(os.environ, AIRFLOW__CORE__DAGS_FOLDER=str(DAGS))
+    airflow = os.path.join(VENV_BIN, "airflow")
+    out = subprocess.run(
+        [airflow, "dags", "list-import-errors", "--local", "-o", "json"],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout.strip()
+    errors = json.loads(text[text.index("["):]) if "[" in text else []
+    assert errors == [], errors
+    listed = subprocess.run(
+        [airflow, "dags", "list", "--local", "-o", "json"],
+        capture_output=True, text=True, env=env, timeout=300, check=True,
+    )
+    ids = {d["dag_id"] for d in json.loads(listed.stdout[listed.stdout.index("["):])}
+    assert {"paimon_data_correction", "paimon_etl_original"} <= ids
