@@ -91,8 +91,13 @@ def test_compaction_on_standalone_cluster(wh, spark_standalone, monkeypatch):
         spark_kwargs={"executor_memory": "512m", "driver_memory": "512m", "total_executor_cores": 1},
         spark_name="paimon_tests.compact",
     )
-    result = op.execute({})
+    import structlog
+
+    with structlog.testing.capture_logs() as logs:
+        result = op.execute({})
     assert result["committed"] is True, result
+    summary = [e["event"] for e in logs if str(e.get("event", "")).startswith("Compaction of db.events:")]
+    assert summary and f"snapshot {result['snapshot_id']}" in summary[0], summary
     assert result["files_after"] < result["files_before"]
     hook = PaimonHook()
     latest = hook.get_latest_snapshot("db.events")
