@@ -170,21 +170,12 @@ def _ref(row: Any) -> SourceRef:
     return SourceRef(row.database, row.table, row.branch or "main")
 
 
-def lineage_url_from_connection(conn_id: str) -> tuple[str, str | None]:
-    """Store URL (and database) from an Airflow connection, via the lineage hook when present."""
-    try:
-        from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
-    except ImportError:
-        PaimonLineageHook = None  # noqa: N806
-    if PaimonLineageHook is not None and hasattr(PaimonLineageHook, "store_url"):
-        hook = PaimonLineageHook(conn_id)
-        return hook.store_url, getattr(hook, "database", None)
-    from airflow.sdk import BaseHook
+def lineage_url_from_connection(conn_id: str) -> tuple[Any, str | None]:
+    """Store URL and system database of a ``paimon_lineage`` connection (via its hook)."""
+    from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
 
-    conn = BaseHook.get_connection(conn_id)
-    extra = conn.extra_dejson or {}
-    url = extra.get("url") or conn.get_uri()
-    return url, extra.get("database")
+    hook = PaimonLineageHook(conn_id)
+    return hook.get_url(), hook.get_database()
 
 
 class SnapshotCatchUpTrigger(BaseTrigger):

@@ -227,3 +227,24 @@ def test_trigger_retries_transient_store_outage(setup):
     )
     event = asyncio.run(_first_event(trigger))
     assert event.payload["status"] == "timeout" and event.payload["result"] is None
+
+
+def test_connections_resolved_where_the_check_runs(setup, monkeypatch):
+    """Only connection ids travel in the trigger; the check looks them up (no secrets serialized)."""
+    import json
+
+    tables, store, url = setup
+    record(store, 1, src=3, src2=3)
+    monkeypatch.setenv("AIRFLOW_CONN_WH_TEST", json.dumps({"conn_type": "paimon", "host": tables.warehouse}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINEAGE_TEST", json.dumps({"conn_type": "paimon_lineage", "extra": {"url": url}})
+    )
+    s = SnapshotCatchUpSensor(
+        task_id="wait", table="db.sink", branch="fix", job=JOB, paimon_conn_id="wh_test",
+        lineage_conn_id="lineage_test", poke_interval=0.05, timeout=5, deferrable=True,
+    )
+    trigger = _defer(s)
+    kwargs = trigger.serialize()[1]
+    assert url not in json.dumps(kwargs) and tables.warehouse not in json.dumps(kwargs)
+    event = asyncio.run(_first_event(trigger))
+    assert event.payload["status"] == "success"
