@@ -162,8 +162,11 @@ def test_validation_writes_nothing(warehouse):
     assert tree(warehouse) == before
 
 
-@pytest.mark.parametrize("kind", ["ahead", "behind"])
-@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize(
+    ("kind", "step"),
+    [(k, st) for k in ("ahead", "behind") for st in STEPS]
+    + [("equal", st) for st in ("fast_forward.schemas", "fast_forward.switch", "fast_forward.history")],
+)
 def test_crash_at_every_step_reads_old_or_new_and_rerun_finishes(warehouse, tmp_path, kind, step):
     catalog, t, old, new = scenario(warehouse, kind)
     ref = str(tmp_path / "ref")
