@@ -79,8 +79,13 @@ class PaimonSparkJobOperator(BaseOperator):
         """The operation's own arguments (after ``[action] --warehouse/--table/--catalog-option``)."""
         raise NotImplementedError
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
-        """Raise ``PaimonPreflightError`` (via ``self.fail``) for problems seen from metadata."""
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
+        """Raise ``PaimonPreflightError`` (via ``self.fail``) for problems seen from metadata.
+
+        Return a result dict instead to finish without submitting (the work is already
+        done, e.g. ``if_exists="skip"`` on a retried create); ``None`` to submit.
+        """
+        return None
 
     def input_tables(self) -> list[tuple[str, str | None]]:
         """(table, branch) pairs the job reads; default: the table it writes."""
@@ -104,14 +109,18 @@ class PaimonSparkJobOperator(BaseOperator):
         """Stop before submitting, with a message that says what is wrong."""
         raise PaimonPreflightError(f"{self.task_id}: {message}; nothing was submitted")
 
-    def preflight(self) -> None:
-        """Run the common and the operator's own checks, mapping Paimon errors to ``fail``."""
+    def preflight(self) -> dict[str, Any] | None:
+        """Run the common and the operator's own checks, mapping Paimon errors to ``fail``.
+
+        Returns the operator's no-submit result when there is nothing to do.
+        """
         try:
             parse_table_name(self.table)
             self.paimon_hook.get_table(self.table)
-            self.check_before_submit(self.paimon_hook)
+            return self.check_before_submit(self.paimon_hook)
         except PaimonError as err:
             self.fail(str(err))
+        return None  # pragma: no cover - fail() raises
 
     def command_args(self) -> list[str]:
         """``[action] --warehouse W --table T [--catalog-option k=v]... OWN ARGS``; public options only."""
@@ -139,7 +148,11 @@ class PaimonSparkJobOperator(BaseOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        self.preflight()
+        done = self.preflight()
+        if done is not None:
+            self.log.info("Nothing to submit: %s", done)
+            self.last_result = done
+            return done
         self._job_hook = self.make_job_hook(context)
         result = self._job_hook.run()
         self.last_result = result
@@ -192,3 +205,13 @@ def optional_str(value: Any) -> str | None:
         return None
     text = str(value)
     return text if text.strip() else None
+
+
+IF_EXISTS = ("fail", "skip")
+
+
+def check_if_exists(value: str) -> str:
+    """``if_exists`` of the create operators: ``fail`` (default) or ``skip``."""
+    if value not in IF_EXISTS:
+        raise ValueError(f"if_exists must be one of {IF_EXISTS}, got {value!r}")
+    return value

@@ -13,6 +13,7 @@ from typing import Any
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.base import (
     PaimonSparkJobOperator,
+    check_if_exists,
     optional_int,
     optional_str,
 )
@@ -34,9 +35,10 @@ class _BranchOperator(PaimonSparkJobOperator):
     def job_args(self) -> list[str]:
         return ["--branch", self.branch]
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         validate_branch_name(self.branch)
         self.require_branch(hook, self.branch)
+        return None
 
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, self.branch)]
@@ -46,7 +48,10 @@ class BranchCreateOperator(_BranchOperator):
     """Create ``branch`` on ``table``: empty, from ``tag``, or from ``snapshot_id``.
 
     Fails before submitting when the name is invalid, the branch already exists, or the
-    tag/snapshot does not exist. XCom: the job's result (branch, source, snapshot).
+    tag/snapshot does not exist. With ``if_exists="skip"`` an existing branch is left as
+    it is and the task succeeds without submitting (so a retried task is harmless; the
+    existing branch is not compared with the requested source). XCom: the job's result
+    (branch, source, snapshot), or ``{"skipped": true, ...}``.
     """
 
     action = "create"
@@ -57,11 +62,13 @@ class BranchCreateOperator(_BranchOperator):
         *,
         tag: str | None = None,
         snapshot_id: int | str | None = None,
+        if_exists: str = "fail",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.tag = tag
         self.snapshot_id = snapshot_id
+        self.if_exists = check_if_exists(if_exists)
 
     def job_args(self) -> list[str]:
         args = ["--branch", self.branch]
@@ -73,18 +80,22 @@ class BranchCreateOperator(_BranchOperator):
             args += ["--snapshot-id", str(snapshot_id)]
         return args
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         validate_branch_name(self.branch)
         tag = optional_str(self.tag)
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
         if tag is not None and snapshot_id is not None:
             self.fail("give either tag or snapshot_id, not both")
         if hook.branch_exists(self.table, self.branch):
+            if self.if_exists == "skip":
+                return {"command": "create", "table": self.table, "branch": self.branch, "skipped": True,
+                        "message": f"branch {self.branch!r} already exists; left as it is"}
             self.fail(f"branch {self.branch!r} already exists on {self.table}")
         if tag is not None:
             self.require_tag(hook, tag)
         if snapshot_id is not None:
             self.require_snapshot(hook, snapshot_id)
+        return None
 
     def input_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, None)]
@@ -109,11 +120,12 @@ class BranchRenameOperator(_BranchOperator):
     def job_args(self) -> list[str]:
         return ["--branch", self.branch, "--new-name", self.new_name]
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         super().check_before_submit(hook)
         validate_branch_name(self.new_name)
         if hook.branch_exists(self.table, self.new_name):
             self.fail(f"branch {self.new_name!r} already exists on {self.table}")
+        return None
 
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, self.new_name)]
@@ -171,11 +183,11 @@ class ReplaceMainBranchOperator(_BranchOperator):
             args += ["--backup-name", name]
         return args + ["--backup-kind", self.backup_kind]
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         super().check_before_submit(hook)
         name = optional_str(self.backup_name)
         if not self.backup or name is None:
-            return
+            return None
         if self.backup_kind == "tag":
             validate_tag_name(name)
             if hook.tag_exists(self.table, name):
@@ -184,6 +196,7 @@ class ReplaceMainBranchOperator(_BranchOperator):
             validate_branch_name(name)
             if hook.branch_exists(self.table, name):
                 self.fail(f"backup branch {name!r} already exists on {self.table}")
+        return None
 
     def input_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, self.branch)]

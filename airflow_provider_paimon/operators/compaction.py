@@ -173,7 +173,7 @@ class CompactionOperator(PaimonSparkJobOperator):
             args += ["--max-retries", str(retries)]
         return args
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         branch = optional_str(self.branch)
         partitions = as_partition_list(self.partitions)
         if partitions and optional_str(self.where) is not None:
@@ -199,6 +199,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         if retries is not None and retries < 0:
             self.fail(f"max_retries must be >= 0, got {retries}")
         self._check_options()
+        return None
 
     def _check_options(self) -> None:
         try:

@@ -14,6 +14,7 @@ from typing import Any
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.base import (
     PaimonSparkJobOperator,
+    check_if_exists,
     optional_int,
     optional_str,
 )
@@ -41,15 +42,20 @@ class TagCreateOperator(_TagOperator):
     """Tag ``snapshot_id`` (default: the latest snapshot) of ``table`` on ``branch`` (default main).
 
     Fails before submitting when the name is invalid, the tag exists, the branch or
-    snapshot does not exist, or there is no snapshot to tag. XCom: the job's result.
+    snapshot does not exist, or there is no snapshot to tag. With ``if_exists="skip"``
+    an existing tag is left as it is and nothing is submitted (a retried task is
+    harmless). XCom: the job's result, or ``{"skipped": true, ...}``.
     """
 
     action = "create"
     template_fields: Sequence[str] = (*_TagOperator.template_fields, "snapshot_id")
 
-    def __init__(self, *, snapshot_id: int | str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, snapshot_id: int | str | None = None, if_exists: str = "fail", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.snapshot_id = snapshot_id
+        self.if_exists = check_if_exists(if_exists)
 
     def job_args(self) -> list[str]:
         args = ["--tag", self.tag, *self._branch_args()]
@@ -58,17 +64,21 @@ class TagCreateOperator(_TagOperator):
             args += ["--snapshot-id", str(snapshot_id)]
         return args
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         validate_tag_name(self.tag)
         branch = optional_str(self.branch)
         self.require_branch(hook, branch)
         if hook.tag_exists(self.table, self.tag, branch):
+            if self.if_exists == "skip":
+                return {"command": "create", "table": self.table, "tag": self.tag, "skipped": True,
+                        "message": f"tag {self.tag!r} already exists; left as it is"}
             self.fail(f"tag {self.tag!r} already exists on {self.table}")
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
         if snapshot_id is not None:
             self.require_snapshot(hook, snapshot_id, branch)
         elif hook.get_latest_snapshot_id(self.table, branch) is None:
             self.fail(f"{self.table} has no snapshot to tag yet (write to it first)")
+        return None
 
 
 class TagDeleteOperator(_TagOperator):
@@ -79,8 +89,9 @@ class TagDeleteOperator(_TagOperator):
     def job_args(self) -> list[str]:
         return ["--tag", self.tag, *self._branch_args()]
 
-    def check_before_submit(self, hook: PaimonHook) -> None:
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         validate_tag_name(self.tag)
         branch = optional_str(self.branch)
         self.require_branch(hook, branch)
         self.require_tag(hook, self.tag, branch)
+        return None

@@ -199,3 +199,16 @@ def test_compaction_summary_is_readable():
     idle = summarize("db.events", "fix", {"files_before": 2, "bytes_before": 10, "committed": False,
                                           "message": "nothing to compact", "duration_s": 0.5})
     assert "branch fix" in idle and "nothing committed (nothing to compact)" in idle
+
+
+@pytest.mark.parametrize(
+    "cls,kwargs",
+    [(BranchCreateOperator, dict(branch="fix", tag="t1")), (TagCreateOperator, dict(tag="t1"))],
+)
+def test_if_exists_skip_succeeds_without_submitting(wh, no_submit, cls, kwargs):
+    before = wh.files()
+    result = cls(task_id="t", table="db.events", if_exists="skip", **kwargs).execute({})
+    assert result["skipped"] is True and "already exists" in result["message"]
+    assert no_submit == [] and wh.files() == before
+    with pytest.raises(ValueError, match="if_exists"):
+        cls(task_id="t2", table="db.events", if_exists="replace", **kwargs)
