@@ -1,0 +1,251 @@
+"""``spark.readStream.format("paimon")``: an append table read like a queue.
+
+Offsets are snapshot positions (``{"nextSnapshot": N}``: every snapshot below N has
+been read), so a micro-batch is a range of snapshots and replaying it plans the same
+files again. The planning rules (start modes, COMPACT skipping, rate limits) live in
+``paimon/stream_scan.py``; this module adapts them to Spark's ``DataSourceStreamReader``:
+
+* ``initialOffset`` is a "not started" marker; the start (``scan.mode`` or the
+  ``consumer-id``'s saved position) is resolved on the first ``latestOffset`` and
+  written into that first end offset, so a query restarted before its first batch
+  committed replays exactly the range it planned;
+* ``latestOffset`` honours ``max-snapshots-per-trigger`` / ``max-files-per-trigger``
+  unless Spark asks for everything, and the ``availableNow`` target;
+* ``partitions`` turns the range into pypaimon splits, ``read`` reads them on the
+  executors through the batch reader's code path (same Arrow conversion);
+* ``commit`` saves the consumer position in the read branch's ``consumer/`` folder
+  and publishes a scan event with the consumed snapshot for lineage capture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from airflow_provider_paimon.paimon import consumers
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.stream_scan import (
+    StreamOffset,
+    StreamPlanner,
+    StreamScanConfig,
+    parse_stream_scan_config,
+)
+
+from . import commit_events
+from .options import PaimonOptions
+from .reader import PaimonReader, SplitGroup, pack_splits
+from .tables import open_table
+
+log = logging.getLogger(__name__)
+
+# Options read here; they must not reach pypaimon as dynamic table options (pypaimon
+# would time-travel on scan.snapshot-id / scan.timestamp-millis).
+STREAM_READ_OPTIONS = frozenset(
+    {
+        "scan.mode",
+        "scan.snapshot-id",
+        "scan.timestamp-millis",
+        "scan.file-creation-time-millis",
+        "max-snapshots-per-trigger",
+        "max-files-per-trigger",
+        "streaming-read-overwrite",
+        "consumer-id",
+    }
+)
+# ReadMaxFiles stands for "apply our option limits" when only a snapshot limit is set.
+_NO_FILE_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class StreamScanEvent(commit_events.ScanEvent):
+    """A micro-batch of a streaming read was committed: it consumed ``snapshot_id``.
+
+    ``snapshot_id`` is the last snapshot of the micro-batch's range (the seed's
+    "source consumed snapshot"); ``next_snapshot`` the saved position. Spark does not
+    tell a source the micro-batch id, so ``batch_id`` is ``None`` here; lineage
+    capture pairs it through the query progress (its source ``endOffset`` holds the
+    same ``nextSnapshot``).
+    """
+
+    next_snapshot: int = 0
+    consumer_id: str = ""
+    batch_id: int | None = None
+
+
+def stream_read_options(opts: PaimonOptions) -> PaimonOptions:
+    """``opts`` without the streaming keys in its dynamic table options."""
+    if opts.time_travel:
+        raise InvalidArgumentError(
+            "options 'snapshot-id' / 'tag' time-travel a batch read; a streaming read starts "
+            "with 'scan.mode' ('from-snapshot', 'from-snapshot-full', 'from-timestamp', ...) "
+            "and 'scan.snapshot-id' / 'scan.timestamp-millis'"
+        )
+    table_options = {k: v for k, v in opts.table_options.items() if k not in STREAM_READ_OPTIONS}
+    return dataclasses.replace(opts, table_options=table_options)
+
+
+def create_stream_reader(opts: PaimonOptions, schema: StructType) -> PaimonStreamReader:
+    """Validate everything up front (table, branch, options, schema), then build the reader."""
+    config = parse_stream_scan_config(opts.raw)
+    consumer_id = (opts.raw.get("consumer-id") or "").strip() or None
+    if consumer_id is not None:
+        consumers.validate_consumer_id(consumer_id)
+    table_opts = stream_read_options(opts)
+    table = open_table(table_opts)  # raises for an unknown table or branch
+    StreamPlanner(table, config)  # raises for a primary-key table
+    from .datasource import check_read_schema
+    from .types import table_spark_schema
+
+    check_read_schema(schema, table_spark_schema(table), opts.table)
+    return PaimonStreamReader(table_opts, schema, config, consumer_id)
+
+
+class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Reads one table (branch) incrementally; lives in Spark's driver-side Python worker."""
+
+    def __init__(
+        self,
+        opts: PaimonOptions,
+        schema: StructType,
+        config: StreamScanConfig,
+        consumer_id: str | None,
+    ) -> None:
+        self.opts = opts
+        self.schema = schema
+        self.config = config
+        self.consumer_id = consumer_id
+        self._start: StreamOffset | None = None  # resolved once per query run
+        self._target: int | None = None  # availableNow: last snapshot to read
+        self._planner_cache: StreamPlanner | None = None
+        self._recorded: int | None = None  # next_snapshot last saved / announced
+
+    # -- planning (driver) -----------------------------------------------------
+
+    def _planner(self) -> StreamPlanner:
+        if self._planner_cache is None:
+            self._planner_cache = StreamPlanner(open_table(self.opts), self.config)
+        return self._planner_cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_planner_cache"] = None  # executors open their own table
+        return state
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+        return StreamOffset(next_snapshot=0).to_json()
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        if self.config.max_files_per_trigger is not None:
+            return ReadMaxFiles(self.config.max_files_per_trigger)
+        if self.config.max_snapshots_per_trigger is not None:
+            return ReadMaxFiles(_NO_FILE_LIMIT)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        """Fix the last snapshot to read now; later snapshots wait for the next run."""
+        self._target = self._planner().latest_id() or 0
+
+    def reportLatestOffset(self) -> dict | None:  # noqa: N802
+        latest = self._planner().latest_id()
+        return None if latest is None else StreamOffset(next_snapshot=latest + 1).to_json()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+        begin = StreamOffset.from_json(start)
+        planner = self._planner()
+        if isinstance(limit, ReadMaxFiles):
+            max_files = limit.max_files if limit.max_files < _NO_FILE_LIMIT else None
+            max_snapshots = self.config.max_snapshots_per_trigger
+        else:  # ReadAllAvailable (Trigger.Once, ...) or a limit we do not interpret
+            max_files = max_snapshots = None
+        if begin.started:
+            self._record_progress(begin)
+            position = planner.advance(
+                begin.next_snapshot, self._target, max_snapshots, max_files
+            )
+            if position == begin.next_snapshot:
+                return start  # nothing new: the same offset, so Spark runs no batch
+            return StreamOffset(next_snapshot=position).to_json()
+        # First range of a new query: resolve the start once and pin it in the offset.
+        if self._start is None:
+            saved = (
+                consumers.read_next_snapshot(planner.table, self.consumer_id)
+                if self.consumer_id
+                else None
+            )
+            self._start = planner.resolve_start(saved)
+            log.info("paimon stream %s starts at %s", self.opts.table, self._start)
+        start_pos = self._start
+        taken = 1 if start_pos.full_snapshot is not None else 0
+        position = planner.advance(
+            start_pos.next_snapshot, self._target, max_snapshots, max_files, taken_files=taken
+        )
+        return StreamOffset(
+            next_snapshot=position,
+            full_snapshot=start_pos.full_snapshot,
+            start_snapshot=start_pos.next_snapshot,
+        ).to_json()
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        begin, finish = StreamOffset.from_json(start), StreamOffset.from_json(end)
+        if begin == finish:
+            return []
+        planner = self._planner()
+        entries = planner.range_entries(begin, finish)
+        splits = planner.splits(entries, snapshot_id=finish.consumed_snapshot)
+        if not splits:
+            return []
+        groups = pack_splits(splits, self.opts.min_partitions or len(splits))
+        return [SplitGroup(i, group, finish.consumed_snapshot) for i, group in enumerate(groups)]
+
+    def commit(self, end: dict) -> None:
+        """Spark finished every range up to ``end``: save and announce the position."""
+        self._record_progress(StreamOffset.from_json(end))
+
+    def _record_progress(self, done: StreamOffset) -> None:
+        """Save the consumer position and publish the consumed snapshot, once per position.
+
+        Called from ``commit`` and from ``latestOffset``: Spark commits a source only
+        when it plans the next batch, so with ``availableNow`` the last batch is never
+        committed through ``commit``; but ``latestOffset(start)`` is only asked once
+        the batch ending at ``start`` is in Spark's commit log, so it is safe there too.
+        """
+        if not done.started or done.next_snapshot == self._recorded:
+            return
+        planner = self._planner()
+        if self.consumer_id:
+            consumers.save_next_snapshot(planner.table, self.consumer_id, done.next_snapshot)
+        self._recorded = done.next_snapshot
+        commit_events.publish(
+            StreamScanEvent(
+                warehouse=self.opts.warehouse,
+                database=self.opts.database,
+                table=self.opts.table_name,
+                branch=self.opts.branch_name,
+                snapshot_id=done.consumed_snapshot,
+                next_snapshot=done.next_snapshot,
+                consumer_id=self.consumer_id or "",
+            ),
+            self.opts.event_listeners,
+            self.opts.event_log,
+        )
+
+    # -- reading (executors) ---------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Read the partition's splits exactly as a batch read would."""
+        if not isinstance(partition, SplitGroup):
+            raise InvalidArgumentError(f"unexpected input partition {partition!r}")
+        yield from PaimonReader(self.opts, self.schema).read(partition)

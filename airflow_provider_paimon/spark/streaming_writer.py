@@ -1,0 +1,358 @@
+"""``writeStream.format("paimon")``: each micro-batch is one commit, exactly once.
+
+Protocol (Paimon's own, with Spark's micro-batch id as the barrier):
+
+* every micro-batch ``B`` is committed as ONE snapshot whose ``commitIdentifier`` is
+  ``B`` and whose ``commitUser`` is fixed for the query: it is created once and kept
+  in ``<checkpointLocation>/paimon-sink/sink.json`` (with the sink it belongs to), so
+  a restarted query uses the same user and a checkpoint reused for another sink is
+  refused before anything is written;
+* before committing ``B`` the sink looks for a snapshot of its ``commitUser`` with
+  ``commitIdentifier >= B`` (Java's ``filterCommitted``); if there is one, ``B`` was
+  committed before a crash and Spark is replaying it: the replay's new files are
+  deleted and nothing is committed;
+* the files of an attempt are listed in ``paimon-sink/pending-B`` before its commit,
+  so when a crash hit between writing files and committing them, the replay deletes
+  those orphans before committing its own files.
+
+Executors write files with the batch writer's task code (``writer.PaimonWriter``),
+so type conversion and file layout are the same as for ``df.write``.
+
+Fault injection for the kill tests: ``PAIMON_STREAMING_FAULT=<point>:<batch id>``
+with point ``before-commit`` (files written and listed, not committed) or
+``after-commit`` (snapshot committed, Spark's commit log not yet written) kills the
+Spark process group named by ``PAIMON_STREAMING_FAULT_GROUP`` (the test's child
+process group: driver, JVM) and this worker's own group with SIGKILL at that point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import pickle
+import signal
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
+
+from . import commit_events
+from .options import PaimonOptions
+from .writer import PaimonWriter, TaskCommit, WritePlan
+
+log = logging.getLogger(__name__)
+
+FAULT_ENV = "PAIMON_STREAMING_FAULT"
+FAULT_GROUP_ENV = "PAIMON_STREAMING_FAULT_GROUP"
+FAULT_POINTS = ("before-commit", "after-commit")
+STATE_DIR = "paimon-sink"
+# Options Spark or this module reads; never passed to pypaimon as table options.
+STREAM_WRITE_OPTIONS = frozenset({"checkpointlocation", "commit-user", "queryname", "path"})
+
+
+class CheckpointMismatchError(PaimonError):
+    """A checkpoint location belongs to a streaming query with a different sink."""
+
+
+@dataclass(frozen=True)
+class StreamCommitEvent(commit_events.CommitEvent):
+    """A micro-batch was committed: ``batch_id`` (the barrier id) produced ``snapshot_id``."""
+
+    batch_id: int = -1
+    replayed: bool = False
+
+
+# ------------------------------------------------------------------ checkpoint files
+
+
+def _checkpoint_fs(location: str) -> tuple[Any, str]:
+    """pyarrow filesystem and path for a checkpoint location (local path or URI)."""
+    from pyarrow import fs
+
+    if location.startswith("file:"):
+        location = "/" + location[len("file:"):].lstrip("/")
+    if "://" not in location:
+        return fs.LocalFileSystem(), os.path.abspath(location)
+    return fs.FileSystem.from_uri(location)
+
+
+class CheckpointState:
+    """The sink's own files under the query's checkpoint location."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self._fs, base = _checkpoint_fs(location)
+        self.root = f"{base.rstrip('/')}/{STATE_DIR}"
+
+    def _read(self, path: str) -> bytes | None:
+        from pyarrow import fs
+
+        if self._fs.get_file_info(path).type == fs.FileType.NotFound:
+            return None
+        with self._fs.open_input_stream(path) as fh:
+            return fh.read()
+
+    def _write(self, path: str, data: bytes) -> None:
+        """Write via a temporary file and a rename, so a reader never sees half a file."""
+        self._fs.create_dir(self.root, recursive=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with self._fs.open_output_stream(tmp) as fh:
+            fh.write(data)
+        self._fs.move(tmp, path)
+
+    def sink_identity(self) -> dict[str, str] | None:
+        raw = self._read(f"{self.root}/sink.json")
+        return None if raw is None else json.loads(raw.decode("utf-8"))
+
+    def bind(self, identity: dict[str, str], commit_user: str | None) -> str:
+        """The query's commit user; creates it on first use, refuses a different sink."""
+        saved = self.sink_identity()
+        if saved is None:
+            record = dict(identity, commitUser=commit_user or f"spark-stream-{uuid.uuid4()}")
+            self._write(f"{self.root}/sink.json", json.dumps(record, sort_keys=True).encode())
+            saved = self.sink_identity() or record
+        differs = [k for k in identity if saved.get(k) != identity[k]]
+        if differs:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.location} belongs to a streaming query writing to "
+                f"{_describe(saved)}, not {_describe(identity)}; give this query its own "
+                "checkpointLocation (a checkpoint is never shared between sinks)"
+            )
+        if commit_user is not None and saved["commitUser"] != commit_user:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.location} was written with commit user "
+                f"{saved['commitUser']!r}, but option 'commit-user' is {commit_user!r}; "
+                "drop the option or use a new checkpointLocation"
+            )
+        return str(saved["commitUser"])
+
+    def pending_path(self, batch_id: int) -> str:
+        return f"{self.root}/pending-{int(batch_id)}"
+
+    def read_pending(self, batch_id: int) -> list[Any]:
+        raw = self._read(self.pending_path(batch_id))
+        return [] if raw is None else pickle.loads(raw)
+
+    def write_pending(self, batch_id: int, messages: list[Any]) -> None:
+        self._write(self.pending_path(batch_id), pickle.dumps(messages))
+
+    def clear_pending(self, batch_id: int) -> None:
+        from pyarrow import fs
+
+        path = self.pending_path(batch_id)
+        if self._fs.get_file_info(path).type != fs.FileType.NotFound:
+            self._fs.delete_file(path)
+
+
+def _describe(identity: dict[str, str]) -> str:
+    return f"{identity.get('table')} (branch {identity.get('branch')}) in {identity.get('warehouse')}"
+
+
+# ------------------------------------------------------------------ setup (driver)
+
+
+def create_stream_writer(opts: PaimonOptions, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
+    """Check the sink and the checkpoint before the first micro-batch runs."""
+    from .write_setup import plan_write
+
+    if overwrite:
+        raise InvalidArgumentError(
+            "the paimon streaming sink appends: use outputMode('append') (or 'update' for "
+            "aggregations written as new rows); 'complete' would rewrite the table each batch"
+        )
+    table_options = {k: v for k, v in opts.table_options.items() if k not in STREAM_WRITE_OPTIONS}
+    sink_opts = dataclasses.replace(opts, table_options=table_options)
+    if opts.overwrite_partition is not None:
+        raise InvalidArgumentError("option 'overwrite-partition' is for batch writes only")
+    plan = plan_write(sink_opts, schema, overwrite=False)  # table, branch, schema checks
+    location = (opts.raw.get("checkpointlocation") or "").strip()
+    given_user = (opts.raw.get("commit-user") or "").strip() or None
+    if not location:
+        raise InvalidArgumentError(
+            "the paimon streaming sink needs option 'checkpointLocation' on writeStream "
+            "(it keeps the query's commit user there, which makes replays exactly-once)"
+        )
+    state = CheckpointState(location)
+    identity = {"warehouse": opts.warehouse, "table": opts.table, "branch": opts.branch_name}
+    commit_user = state.bind(identity, given_user)
+    return PaimonStreamWriter(dataclasses.replace(plan, commit_user=commit_user), location)
+
+
+# ------------------------------------------------------------------ the writer
+
+
+class PaimonStreamWriter(DataSourceStreamArrowWriter):
+    """Executors write files; the driver commits each micro-batch once."""
+
+    def __init__(self, plan: WritePlan, checkpoint_location: str) -> None:
+        self.plan = plan
+        self.checkpoint_location = checkpoint_location
+
+    @property
+    def commit_user(self) -> str:
+        return self.plan.commit_user
+
+    def _task_writer(self) -> PaimonWriter:
+        return PaimonWriter(self.plan)
+
+    # -- executor -------------------------------------------------------------
+
+    def write(self, iterator: Any) -> TaskCommit:
+        return self._task_writer().write(iterator)
+
+    # -- driver ---------------------------------------------------------------
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        batch_id = int(batchId)
+        task_messages = _flatten(messages)
+        rows = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
+        state = CheckpointState(self.checkpoint_location)
+        table = self._task_writer()._table()
+        done = last_committed_snapshot(table, self.commit_user)
+        if done is not None and done.commit_identifier >= batch_id:
+            log.info(
+                "paimon sink: batch %s already committed (snapshot %s by %s); dropping the replay",
+                batch_id, done.id, self.commit_user,
+            )
+            _delete_files(table, self.commit_user, task_messages)
+            state.clear_pending(batch_id)
+            snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
+            if snapshot is not None:
+                self._publish(snapshot, batch_id, rows, replayed=True)
+            return
+        orphans = _not_in(state.read_pending(batch_id), task_messages)
+        if orphans:
+            log.info("paimon sink: deleting files of a crashed attempt of batch %s", batch_id)
+            _delete_files(table, self.commit_user, orphans)
+        if task_messages:
+            state.write_pending(batch_id, task_messages)
+        _fault("before-commit", batch_id)
+        table_commit = table.new_stream_write_builder()._with_commit_user(self.commit_user).new_commit()
+        try:
+            table_commit.commit(task_messages, batch_id)
+        except BaseException:
+            if find_batch_snapshot(table, self.commit_user, batch_id) is None:
+                _delete_files(table, self.commit_user, task_messages)
+                state.clear_pending(batch_id)
+            raise
+        finally:
+            table_commit.close()
+        _fault("after-commit", batch_id)
+        state.clear_pending(batch_id)
+        snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
+        if snapshot is not None:
+            self._publish(snapshot, batch_id, rows, replayed=False)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        task_messages = _flatten(messages)
+        if not task_messages:
+            return
+        table = self._task_writer()._table()
+        done = last_committed_snapshot(table, self.commit_user)
+        if done is not None and done.commit_identifier >= int(batchId):
+            return
+        _delete_files(table, self.commit_user, task_messages)
+
+    def _publish(self, snapshot: Any, batch_id: int, rows: int, replayed: bool) -> None:
+        opts = self.plan.opts
+        commit_events.publish(
+            StreamCommitEvent(
+                warehouse=opts.warehouse,
+                database=opts.database,
+                table=opts.table_name,
+                branch=opts.branch_name,
+                snapshot_id=int(snapshot.id),
+                commit_kind=str(snapshot.commit_kind),
+                row_count=rows,
+                commit_user=self.commit_user,
+                batch_id=batch_id,
+                replayed=replayed,
+            ),
+            opts.event_listeners,
+            opts.event_log,
+        )
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def last_committed_snapshot(table: Any, commit_user: str) -> Any | None:
+    """Newest snapshot written by ``commit_user`` (its identifier is the last batch committed)."""
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    if latest is None:
+        return None
+    earliest = manager.try_get_earliest_snapshot(latest.id).id
+    for snapshot_id in range(latest.id, earliest - 1, -1):
+        snapshot = manager.get_snapshot_by_id(snapshot_id)
+        if snapshot is not None and snapshot.commit_user == commit_user:
+            return snapshot
+    return None
+
+
+def find_batch_snapshot(table: Any, commit_user: str, batch_id: int) -> Any | None:
+    """The APPEND snapshot ``commit_user`` committed for ``batch_id``, if any."""
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    if latest is None:
+        return None
+    earliest = manager.try_get_earliest_snapshot(latest.id).id
+    for snapshot_id in range(latest.id, earliest - 1, -1):
+        snapshot = manager.get_snapshot_by_id(snapshot_id)
+        if snapshot is None or snapshot.commit_user != commit_user:
+            continue
+        if snapshot.commit_identifier == batch_id and snapshot.commit_kind != "COMPACT":
+            return snapshot
+        if snapshot.commit_identifier < batch_id:
+            return None
+    return None
+
+
+def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:
+    out: list[Any] = []
+    for message in messages:
+        if isinstance(message, TaskCommit):
+            out.extend(message.messages)
+    return out
+
+
+def _file_names(messages: list[Any]) -> set[str]:
+    return {f.file_name for m in messages for f in m.new_files}
+
+
+def _not_in(old: list[Any], new: list[Any]) -> list[Any]:
+    """Messages of ``old`` whose files are not also in ``new`` (never delete live files)."""
+    keep = _file_names(new)
+    return [m for m in old if not (_file_names([m]) & keep)]
+
+
+def _delete_files(table: Any, commit_user: str, messages: list[Any]) -> None:
+    if not messages:
+        return
+    table_commit = table.new_stream_write_builder()._with_commit_user(commit_user).new_commit()
+    try:
+        table_commit.abort(messages)
+    finally:
+        table_commit.close()
+
+
+def _fault(point: str, batch_id: int) -> None:
+    """Test hook: SIGKILL the whole Spark process (JVM and Python) at ``point``."""
+    if os.environ.get(FAULT_ENV, "") != f"{point}:{batch_id}":
+        return
+    log.warning("fault injection: killing the query at %s of batch %s", point, batch_id)
+    groups = [os.getpgrp()]
+    if os.environ.get(FAULT_GROUP_ENV, "").isdigit():
+        groups.insert(0, int(os.environ[FAULT_GROUP_ENV]))
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(137)
