@@ -113,7 +113,8 @@ def commit_compaction(
             snapshot = Snapshot(
                 version=3,
                 id=latest.id + 1,
-                schema_id=table.table_schema.id,
+                # The newer of the schema we wrote with and the one at commit time.
+                schema_id=max(table.table_schema.id, latest.schema_id),
                 base_manifest_list=base_list,
                 base_manifest_list_size=base_size,
                 delta_manifest_list=delta_list,

@@ -1,0 +1,276 @@
+"""Benchmark: Spark compaction vs. a plain pyarrow rewrite, and read time before/after.
+
+Writes an append table of many small Parquet files with plain pypaimon (default
+2,000 files, 1 GB; ``--files`` / ``--mb``), then prints:
+
+- throughput (input MB/s) of our compaction (plan + Spark rewrite on executors +
+  COMPACT commit) against a baseline that rewrites the same files with plain pyarrow
+  in one process (read every file, write target-size Parquet files); the goal is a
+  ratio of at least 0.7;
+- full-scan read time of the table with pypaimon before and after compaction; the
+  goal is reads at least 3x faster after.
+
+Usage: ``python benchmarks/compaction.py --files 1000 --mb 200``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pypaimon import Schema  # noqa: E402
+
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog  # noqa: E402
+from airflow_provider_paimon.paimon.compaction.options import CompactionOptions  # noqa: E402
+from airflow_provider_paimon.paimon.compaction.runner import compact  # noqa: E402
+from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries  # noqa: E402
+
+MB = 1024 * 1024
+BIG_BATCH = 65536  # read.batch-size for the second read measurement (default 1024)
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("ts", pa.int64()),
+        ("region", pa.string()),
+        ("amount", pa.float64()),
+        ("payload", pa.string()),
+        ("p", pa.string()),
+    ]
+)
+
+
+def make_rows(rng: np.random.Generator, start: int, n: int, partition: str) -> pa.Table:
+    words = np.array([f"w{i:04d}" for i in range(2000)])
+    payload = [" ".join(row) for row in rng.choice(words, size=(n, 8))]
+    return pa.table(
+        {
+            "id": np.arange(start, start + n, dtype=np.int64),
+            "ts": 1_700_000_000_000 + rng.integers(0, 86_400_000, n),
+            "region": rng.choice(np.array(["eu", "us", "ap", "sa"]), n),
+            "amount": rng.random(n) * 1000,
+            "payload": payload,
+            "p": [partition] * n,
+        },
+        schema=SCHEMA,
+    )
+
+
+def rows_per_file(file_bytes: int) -> int:
+    """Calibrate how many rows make a Parquet file of about ``file_bytes``."""
+    rng = np.random.default_rng(0)
+    sample = make_rows(rng, 0, 20_000, "x")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "s.parquet")
+        pq.write_table(sample, path, compression="zstd")
+        per_row = os.path.getsize(path) / sample.num_rows
+    return max(10, int(file_bytes / per_row))
+
+
+def write_small_files(table, files: int, rows: int, partitions: int, per_commit: int = 50) -> None:
+    """``files`` small files, ``per_commit`` per APPEND commit, as many small writers do."""
+    rng = np.random.default_rng(42)
+    next_id = 0
+    written = 0
+    while written < files:
+        n = min(per_commit, files - written)
+        messages = []
+        for i in range(n):
+            wb = table.new_batch_write_builder()
+            write = wb.new_write()
+            write.write_arrow(make_rows(rng, next_id, rows, f"p{(written + i) % partitions}"))
+            messages.extend(write.prepare_commit())
+            write.close()
+            next_id += rows
+        wb = table.new_batch_write_builder()
+        commit = wb.new_commit()
+        commit.commit(messages)
+        commit.close()
+        written += n
+
+
+def data_files(table) -> list:
+    return live_entries(table, latest_snapshot(table))
+
+
+def full_scan_seconds(table, batch_rows: int | None = None, repeat: int = 2) -> tuple[float, int]:
+    """Best of ``repeat`` full scans with pypaimon (planning + reading every row)."""
+    if batch_rows is not None:
+        table = table.copy({"read.batch-size": str(batch_rows)})
+    best = math.inf
+    rows = 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        rb = table.new_read_builder()
+        data = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+        best = min(best, time.perf_counter() - started)
+        rows = data.num_rows
+    return best, rows
+
+
+def _warm_up(_: int) -> int:
+    import airflow_provider_paimon.spark.compaction  # noqa: F401 - imports pypaimon
+
+    return 0
+
+
+def spark_full_scan_seconds(spark, warehouse: str) -> float:
+    """Read every column of every row through the ``paimon`` Spark data source."""
+    started = time.perf_counter()
+    (spark.read.format("paimon").option("warehouse", warehouse).option("table", "bench.events")
+     .load().selectExpr("count(*)", "sum(amount)", "max(length(payload))", "max(ts)",
+                        "count(distinct region)").collect())
+    return time.perf_counter() - started
+
+
+def pyarrow_baseline_run(paths: list[str], target_bytes: int) -> float:
+    out_dir = tempfile.mkdtemp(prefix="paimon-bench-baseline-")
+    try:
+        return pyarrow_baseline(paths, target_bytes, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def pyarrow_baseline(paths: list[str], target_bytes: int, out_dir: str) -> float:
+    """Read every file, write target-size Parquet files, in one process; seconds."""
+    started = time.perf_counter()
+    data = pa.concat_tables(pq.ParquetFile(p).read() for p in paths)
+    in_bytes = sum(os.path.getsize(p) for p in paths)
+    n_out = max(1, in_bytes // target_bytes)
+    per_file = math.ceil(data.num_rows / n_out)
+    for i in range(n_out):
+        pq.write_table(data.slice(i * per_file, per_file), os.path.join(out_dir, f"out-{i}.parquet"),
+                       compression="zstd")
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--mb", type=float, default=1024, help="total size of the small files")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--target-mb", type=float, default=32, help="target-file-size")
+    parser.add_argument("--open-file-cost-kb", type=int, default=512,
+                        help="source.split.open-file-cost (Paimon's 4 mb scaled to the target)")
+    parser.add_argument("--warehouse", default=None, help="default: a temp dir, removed after")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    warehouse = args.warehouse or tempfile.mkdtemp(prefix="paimon-bench-")
+    target = int(args.target_mb * MB)
+    options = {
+        "target-file-size": f"{target}b",
+        "source.split.open-file-cost": f"{args.open_file_cost_kb}kb",
+        "file.compression": "zstd",
+    }
+    try:
+        catalog = open_catalog(warehouse)
+        catalog.create_database("bench", True)
+        catalog.create_table(
+            "bench.events",
+            Schema.from_pyarrow_schema(SCHEMA, partition_keys=["p"], options=options),
+            False,
+        )
+        table = load_table(catalog, "bench.events")
+        rows = rows_per_file(int(args.mb * MB / args.files))
+        t0 = time.perf_counter()
+        write_small_files(table, args.files, rows, args.partitions)
+        table = load_table(catalog, "bench.events")
+        entries = data_files(table)
+        in_bytes = sum(e.file.file_size for e in entries)
+        print(f"table: {len(entries)} files, {in_bytes / MB:.1f} MB, {rows} rows/file, "
+              f"{args.partitions} partitions (written in {time.perf_counter() - t0:.1f}s)")
+
+        # An identical copy, compacted in-process at the end (ours on one core), and
+        # read "before" interleaved with the compacted table's "after" reads.
+        twin = warehouse.rstrip("/") + "-twin"
+        shutil.copytree(warehouse, twin)
+        twin_catalog = open_catalog(twin)
+        paths = [e.file.file_path for e in entries]
+        mb = in_bytes / MB
+
+        from airflow_provider_paimon.spark.compaction import SparkBinRewriter
+        from airflow_provider_paimon.spark.session import local_session
+
+        spark = local_session("paimon-compaction-benchmark")
+        # Python workers start once per Spark application and import pypaimon (seconds
+        # on a busy machine): a fixed cost, reported apart from the per-MB throughput.
+        started = time.perf_counter()
+        spark.sparkContext.parallelize(range(2), 2).map(_warm_up).collect()
+        warm_up_s = time.perf_counter() - started
+        spark_reads: dict[str, float] = {}
+
+        # Baseline before and after ours, so a busy machine's drift hits both alike.
+        baseline_runs = [pyarrow_baseline_run(paths, target)]
+        started = time.perf_counter()
+        result = compact(
+            table, CompactionOptions.from_table(table),
+            rewriter=SparkBinRewriter(spark, warehouse, "bench.events"),
+        )
+        compact_s = time.perf_counter() - started
+        baseline_runs.append(pyarrow_baseline_run(paths, target))
+        baseline_s = sum(baseline_runs) / len(baseline_runs)
+
+        table = load_table(catalog, "bench.events")
+        twin_table = load_table(twin_catalog, "bench.events")
+        reads: dict[str, list[float]] = {"before": [], "after": [], "before64k": [], "after64k": []}
+        rows_before = rows_after = 0
+        for _ in range(2):
+            t, rows_before = full_scan_seconds(twin_table, repeat=1)
+            reads["before"].append(t)
+            t, rows_after = full_scan_seconds(table, repeat=1)
+            reads["after"].append(t)
+            reads["before64k"].append(full_scan_seconds(twin_table, BIG_BATCH, repeat=1)[0])
+            reads["after64k"].append(full_scan_seconds(table, BIG_BATCH, repeat=1)[0])
+        assert rows_after == rows_before, (rows_before, rows_after)
+        best = {k: min(v) for k, v in reads.items()}
+        for _ in range(2):
+            for name, wh in (("before", twin), ("after", warehouse)):
+                t = spark_full_scan_seconds(spark, wh)
+                spark_reads[name] = min(spark_reads.get(name, math.inf), t)
+
+        started = time.perf_counter()
+        local_result = compact(twin_table, CompactionOptions.from_table(twin_table))
+        local_s = time.perf_counter() - started
+        shutil.rmtree(twin, ignore_errors=True)
+
+        ours, base = result.bytes_before / MB / compact_s, mb / baseline_s
+        d = result.to_dict()
+        n_after = len(data_files(table))
+        print(f"compaction: {result.files_before} -> {result.files_after} files in {result.bins} "
+              f"bins, snapshot {result.snapshot_id}, {compact_s:.2f}s (plan {d.get('plan_s')}s, "
+              f"Spark rewrite {d.get('rewrite_s')}s, commit {d.get('commit_s')}s)")
+        print(f"throughput: ours (Spark, local[2]) {ours:.1f} MB/s | pyarrow baseline "
+              f"{base:.1f} MB/s (runs {', '.join(f'{b:.2f}s' for b in baseline_runs)}) | "
+              f"ratio {ours / base:.2f}x (goal >= 0.7x)")
+        print(f"            ours in one process (no Spark) {local_result.bytes_before / MB / local_s:.1f} "
+              f"MB/s ({local_s:.2f}s) | ratio {(local_result.bytes_before / MB / local_s) / base:.2f}x")
+        print(f"            Spark worker start-up (once per application, not in the above) "
+              f"{warm_up_s:.2f}s; including it ours is {mb / (compact_s + warm_up_s):.1f} MB/s")
+        print(f"full scan (Spark 'paimon' source): before {spark_reads['before']:.2f}s | after "
+              f"{spark_reads['after']:.2f}s | {spark_reads['before'] / spark_reads['after']:.1f}x faster")
+        print(f"full scan (pypaimon, read.batch-size 1024 = default): before {best['before']:.2f}s "
+              f"({len(entries)} files) | after {best['after']:.2f}s ({n_after} files) | "
+              f"{best['before'] / best['after']:.1f}x faster (goal >= 3x)")
+        print(f"full scan (pypaimon, read.batch-size {BIG_BATCH}): before {best['before64k']:.2f}s | "
+              f"after {best['after64k']:.2f}s | {best['before64k'] / best['after64k']:.1f}x faster")
+        return 0
+    finally:
+        if args.warehouse is None:
+            shutil.rmtree(warehouse, ignore_errors=True)
+            shutil.rmtree(warehouse.rstrip("/") + "-twin", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
