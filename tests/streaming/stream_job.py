@@ -1,0 +1,47 @@
+"""A paimon -> paimon streaming query in its own process, for the kill tests.
+
+Run as ``python stream_job.py WAREHOUSE CHECKPOINT``. It drains the source with
+``availableNow`` (one source snapshot per micro-batch) into ``db.dst``. The test
+sets ``PAIMON_STREAMING_FAULT`` to have the sink SIGKILL this whole process group
+(driver, JVM, Python workers) at a chosen point of a chosen batch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+
+def main(warehouse: str, checkpoint: str) -> int:
+    from airflow_provider_paimon.spark.session import local_session
+    from airflow_provider_paimon.spark.streaming_writer import FAULT_GROUP_ENV
+
+    os.environ[FAULT_GROUP_ENV] = str(os.getpgrp())  # inherited by the JVM and its workers
+    spark = local_session("paimon-stream-kill-test", conf={"spark.sql.shuffle.partitions": "1"})
+    df = (
+        spark.readStream.format("paimon")
+        .option("warehouse", warehouse)
+        .option("table", "db.src")
+        .option("scan.mode", "from-snapshot")
+        .option("scan.snapshot-id", "1")
+        .option("max-snapshots-per-trigger", "1")
+        .load()
+    )
+    query = (
+        df.writeStream.format("paimon")
+        .option("warehouse", warehouse)
+        .option("table", "db.dst")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,81 @@
+"""Exactly once across real crashes: the query process is SIGKILLed, then restarted.
+
+Three runs of ``stream_job.py`` on one checkpoint:
+
+1. killed in batch 1 after its files are written, before the Paimon commit;
+2. replays batch 1 (its orphans are deleted, its rows committed once), commits
+   batch 2 and is killed before Spark records batch 2 in its commit log;
+3. replays batch 2, which the sink recognises as committed (no second commit, the
+   replay's files deleted), then goes on with a new snapshot as batch 3.
+
+Afterwards the sink holds every source row exactly once and no stray data file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from airflow_provider_paimon.spark.streaming_writer import FAULT_ENV
+
+from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
+
+pytestmark = pytest.mark.spark
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream_job.py")
+
+
+def _run(warehouse: str, checkpoint: str, fault: str | None) -> int:
+    env = dict(os.environ)
+    env.pop(FAULT_ENV, None)
+    if fault:
+        env[FAULT_ENV] = fault
+    proc = subprocess.Popen(
+        [sys.executable, JOB, warehouse, checkpoint],
+        env=env,
+        start_new_session=True,  # its own process group: the fault kills only the job
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    if fault is None and proc.returncode != 0:
+        raise AssertionError(err.decode(errors="replace")[-3000:])
+    return proc.returncode
+
+
+def test_sigkill_before_and_after_commit_then_restart_is_exactly_once(warehouse, tmp_path):
+    src = make_table(warehouse)
+    append(src, [1, 2])
+    append(src, [3])
+    append(src, [4, 5])
+    make_table(warehouse, "db.dst")
+    checkpoint = str(tmp_path / "ck")
+
+    assert _run(warehouse, checkpoint, "before-commit:1") == -signal.SIGKILL
+    dst = reload(warehouse, "db.dst")
+    assert table_ids(dst) == [1, 2]  # batch 0 only
+    assert os.path.exists(os.path.join(checkpoint, "paimon-sink", "pending-1"))
+    assert data_files_on_disk(dst.table_path) - live_files(dst)  # batch 1's orphans
+
+    assert _run(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
+    dst = reload(warehouse, "db.dst")
+    assert table_ids(dst) == [1, 2, 3, 4, 5]
+    assert not os.path.exists(os.path.join(checkpoint, "commits", "2"))  # Spark never saw it done
+
+    append(src, [6])
+    assert _run(warehouse, checkpoint, None) == 0
+    dst = reload(warehouse, "db.dst")
+    assert table_ids(dst) == [1, 2, 3, 4, 5, 6]  # each row exactly once
+    snapshots = dst.snapshot_manager().list_snapshots()
+    assert len({s.commit_user for s in snapshots}) == 1  # stable across the three runs
+    assert [s.commit_identifier for s in snapshots] == [0, 1, 2, 3]
+    assert data_files_on_disk(dst.table_path) == live_files(dst)  # no orphan, no replay leftovers
+    assert not [f for f in os.listdir(os.path.join(checkpoint, "paimon-sink")) if f.startswith("pending-")]
