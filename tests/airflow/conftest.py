@@ -11,6 +11,7 @@ No ``__init__.py`` in this folder on purpose: a package named ``airflow`` under
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pytest
 
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="paimon-test-airflow-home-")
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(_AIRFLOW_HOME, "dags")

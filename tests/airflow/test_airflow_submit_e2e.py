@@ -1,7 +1,7 @@
 """End to end: real spark-submit of the real job modules, on local[2] and on a standalone cluster.
 
 Kept few on purpose (each submit starts a JVM): one DAG run through ``dag.test()`` with
-two branch submits on local[2] (XCom between tasks), one compaction on the
+a branch-create submit on local[2] (XCom to the next task), one compaction on the
 standalone master+worker, and one failing job.
 """
 
@@ -25,21 +25,17 @@ import os
 
 from airflow.sdk import DAG, task
 
-from airflow_provider_paimon.operators.branch import BranchCreateOperator, ReplaceMainBranchOperator
+from airflow_provider_paimon.operators.branch import BranchCreateOperator
 
 with DAG("paimon_e2e", schedule=None, params={"table": "db.events"}) as dag:
     create = BranchCreateOperator(task_id="create", table="{{ params.table }}", branch="hotfix", tag="t1")
-    replace = ReplaceMainBranchOperator(
-        task_id="replace", table="{{ params.table }}", branch="hotfix", backup_name="old_main"
-    )
 
     @task
-    def collect(created, replaced):
+    def collect(created):
         with open(os.environ["PAIMON_E2E_OUT"], "w") as f:
-            json.dump({"create": created, "replace": replaced}, f)
+            json.dump({"create": created}, f)
 
-    create >> replace
-    collect(create.output, replace.output)
+    collect(create.output)
 """
 
 
@@ -60,7 +56,7 @@ def _load_dag_file(name: str, source: str):
 
 
 def test_correction_flow_through_dag_test_with_xcom(wh, airflow_db, tmp_path, monkeypatch):
-    """create branch from a tag -> replace main; results travel through XCom."""
+    """A branch-create submit under dag.test(); its result reaches the next task through XCom."""
     out = tmp_path / "xcom.json"
     monkeypatch.setenv("PAIMON_E2E_OUT", str(out))
     dag = _load_dag_file("paimon_e2e", CORRECTION_DAG)
@@ -69,12 +65,10 @@ def test_correction_flow_through_dag_test_with_xcom(wh, airflow_db, tmp_path, mo
     assert run.state == "success", run.state
     results = json.loads(out.read_text())
     assert results["create"]["branch"] == "hotfix"
-    assert results["replace"]["backup"] == {"kind": "branch", "name": "old_main"}
-    hook = PaimonHook()
-    assert set(hook.list_branches("db.events")) >= {"fix", "hotfix", "old_main"}
-    # main now reads as the branch did: the branch was made from t1 (snapshot 1: 3 rows)
-    assert wh.read_ids("db.events") == [0, 1, 2]
-    assert results["replace"]["main_snapshot_id"] == hook.get_latest_snapshot_id("db.events")
+    assert PaimonHook().list_branches("db.events") == ["fix", "hotfix"]
+    # the branch reads as tag t1 did (snapshot 1: 3 rows); main is untouched
+    assert wh.read_ids("db.events", branch="hotfix") == [0, 1, 2]
+    assert len(wh.read_ids("db.events")) == 9
 
 
 def test_compaction_on_standalone_cluster(wh, spark_standalone, monkeypatch):
