@@ -28,11 +28,19 @@ blank, ``paimon_default`` (where the tables are). See docs/correction.md.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
-from correction_tasks import (
+
+# The DAGs folder, for correction_tasks: the dag-processor puts it on sys.path, the CLI's
+# --local parsing and plain imports may not.
+_DAGS_DIR = str(Path(__file__).resolve().parent)
+if _DAGS_DIR not in sys.path:
+    sys.path.insert(0, _DAGS_DIR)
+from correction_tasks import (  # noqa: E402
     CorrectionBranchCreateOperator,
     CorrectionBranchDeleteOperator,
     CorrectionCatchUpSensor,
@@ -45,7 +53,7 @@ from correction_tasks import (
     read_rows,
 )
 
-from airflow_provider_paimon.lineage.url import default_url
+from airflow_provider_paimon.lineage.url import default_url  # noqa: E402
 
 DAG_ID = "paimon_data_correction"
 #: the corrected job's name in Spark and the lineage store (what the sensor follows)

@@ -12,12 +12,20 @@ Params: ``warehouse`` (blank: the ``paimon_default`` connection's), ``source_tab
 from __future__ import annotations
 
 import os
+import sys
 from datetime import datetime
+from pathlib import Path
 
 from airflow.sdk import DAG, Param
-from correction_tasks import PaimonScriptOperator
 
-from airflow_provider_paimon.lineage.url import default_url
+# The DAGs folder, for correction_tasks: the dag-processor puts it on sys.path, the CLI's
+# --local parsing and plain imports may not.
+_DAGS_DIR = str(Path(__file__).resolve().parent)
+if _DAGS_DIR not in sys.path:
+    sys.path.insert(0, _DAGS_DIR)
+from correction_tasks import PaimonScriptOperator  # noqa: E402
+
+from airflow_provider_paimon.lineage.url import default_url  # noqa: E402
 
 with DAG(
     "paimon_etl_original",

@@ -127,6 +127,13 @@ def test_bad_params_run_fails_at_the_first_task_and_changes_nothing(orders_wareh
     assert _files(orders_warehouse) == before
 
 
+def _json_line(stdout: str) -> list:
+    """The CLI's JSON output: the last line that is a JSON list (log lines come first)."""
+    lines = [line for line in stdout.splitlines() if line.startswith("[") and not line.startswith("[warn")]
+    assert lines, stdout[-2000:]
+    return json.loads(lines[-1])
+
+
 def test_every_dag_imports_without_errors(airflow_db):
     env = dict(os.environ, AIRFLOW__CORE__DAGS_FOLDER=str(DAGS))
     airflow = os.path.join(VENV_BIN, "airflow")
@@ -135,12 +142,11 @@ def test_every_dag_imports_without_errors(airflow_db):
         capture_output=True, text=True, env=env, timeout=300, check=False,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    text = out.stdout.strip()
-    errors = json.loads(text[text.index("["):]) if "[" in text else []
+    errors = _json_line(out.stdout)
     assert errors == [], errors
     listed = subprocess.run(
         [airflow, "dags", "list", "--local", "-o", "json"],
         capture_output=True, text=True, env=env, timeout=300, check=True,
     )
-    ids = {d["dag_id"] for d in json.loads(listed.stdout[listed.stdout.index("["):])}
+    ids = {d["dag_id"] for d in _json_line(listed.stdout)}
     assert {"paimon_data_correction", "paimon_etl_original"} <= ids
