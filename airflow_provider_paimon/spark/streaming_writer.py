@@ -174,9 +174,14 @@ def create_stream_writer(opts: PaimonOptions, schema: StructType, overwrite: boo
     location = (opts.raw.get("checkpointlocation") or "").strip()
     given_user = (opts.raw.get("commit-user") or "").strip() or None
     if not location:
+        if given_user is not None:
+            # Replays are still recognised by the user's commit user; without a place
+            # for pending-file lists, a crash between write and commit leaves orphans.
+            return PaimonStreamWriter(dataclasses.replace(plan, commit_user=given_user), None)
         raise InvalidArgumentError(
             "the paimon streaming sink needs option 'checkpointLocation' on writeStream "
-            "(it keeps the query's commit user there, which makes replays exactly-once)"
+            "(it keeps the query's commit user there, which makes replays exactly-once), "
+            "or an explicit 'commit-user' that stays the same for the query"
         )
     state = CheckpointState(location)
     identity = {"warehouse": opts.warehouse, "table": opts.table, "branch": opts.branch_name}
@@ -190,7 +195,7 @@ def create_stream_writer(opts: PaimonOptions, schema: StructType, overwrite: boo
 class PaimonStreamWriter(DataSourceStreamArrowWriter):
     """Executors write files; the driver commits each micro-batch once."""
 
-    def __init__(self, plan: WritePlan, checkpoint_location: str) -> None:
+    def __init__(self, plan: WritePlan, checkpoint_location: str | None) -> None:
         self.plan = plan
         self.checkpoint_location = checkpoint_location
 
@@ -212,7 +217,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         batch_id = int(batchId)
         task_messages = _flatten(messages)
         rows = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
-        state = CheckpointState(self.checkpoint_location)
+        state = CheckpointState(self.checkpoint_location) if self.checkpoint_location else None
         table = self._task_writer()._table()
         done = last_committed_snapshot(table, self.commit_user)
         if done is not None and done.commit_identifier >= batch_id:
@@ -221,17 +226,19 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 batch_id, done.id, self.commit_user,
             )
             _delete_files(table, self.commit_user, task_messages)
-            state.clear_pending(batch_id)
+            if state is not None:
+                state.clear_pending(batch_id)
             snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
             if snapshot is not None:
                 self._publish(snapshot, batch_id, rows, replayed=True)
             return
-        orphans = _not_in(state.read_pending(batch_id), task_messages)
-        if orphans:
-            log.info("paimon sink: deleting files of a crashed attempt of batch %s", batch_id)
-            _delete_files(table, self.commit_user, orphans)
-        if task_messages:
-            state.write_pending(batch_id, task_messages)
+        if state is not None:
+            orphans = _not_in(state.read_pending(batch_id), task_messages)
+            if orphans:
+                log.info("paimon sink: deleting files of a crashed attempt of batch %s", batch_id)
+                _delete_files(table, self.commit_user, orphans)
+            if task_messages:
+                state.write_pending(batch_id, task_messages)
         _fault("before-commit", batch_id)
         table_commit = table.new_stream_write_builder()._with_commit_user(self.commit_user).new_commit()
         try:
@@ -239,12 +246,14 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         except BaseException:
             if find_batch_snapshot(table, self.commit_user, batch_id) is None:
                 _delete_files(table, self.commit_user, task_messages)
-                state.clear_pending(batch_id)
+                if state is not None:
+                    state.clear_pending(batch_id)
             raise
         finally:
             table_commit.close()
         _fault("after-commit", batch_id)
-        state.clear_pending(batch_id)
+        if state is not None:
+            state.clear_pending(batch_id)
         snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
         if snapshot is not None:
             self._publish(snapshot, batch_id, rows, replayed=False)

@@ -148,11 +148,16 @@ def test_bad_sink_input_fails_before_any_commit(warehouse, tmp_path):
             "column id is int in the DataFrame but bigint in the table",
         ),
         ({"warehouse": warehouse, "table": "db.dst"}, good, "needs option 'checkpointLocation'"),
+        ({"warehouse": warehouse, "table": "db.dst", "snapshot-id": "1", "commit-user": "u"}, good, "for reading"),
     ]
     for options, schema, message in cases:
         with pytest.raises(Exception, match=message):
             create_stream_writer(parse_options(options), schema, False)
     with pytest.raises(Exception, match="outputMode"):
         create_stream_writer(parse_options(_sink_options(warehouse, str(tmp_path / "c5"))), good, True)
+    explicit = create_stream_writer(
+        parse_options({"warehouse": warehouse, "table": "db.dst", "commit-user": "etl-1"}), good, False
+    )
+    assert explicit.commit_user == "etl-1" and explicit.checkpoint_location is None
     for name in ("db.dst", "db.other"):
         assert _snapshots(reload(warehouse, name)) == []
