@@ -131,6 +131,7 @@ class LineageRecorder:
         self._next_attempt = 0.0
         self._tables_done: set[tuple[str, str, str, str]] = set()
         self.delivered = 0
+        self.delivery_seconds: list[float] = []  # per delivered record (benchmarks)
         self.failure: LineageCaptureError | None = None
         self.last_error: str | None = None
 
@@ -239,6 +240,7 @@ class LineageRecorder:
     def _deliver(self, record: BatchRecord, spooled: tuple[list[BatchRecord], int] | None = None) -> None:
         from airflow_provider_paimon.lineage.entities import DataLineage, TableLineage
 
+        started = time.perf_counter()
         store = self._store
         if store is None:
             raise LineageCaptureError("lineage store is not connected")
@@ -271,6 +273,8 @@ class LineageRecorder:
         )
         self._tables_done.update(new_keys)
         self.delivered += 1
+        if len(self.delivery_seconds) < 10_000:
+            self.delivery_seconds.append(time.perf_counter() - started)
 
     def _failed(self, err: BaseException) -> None:
         self._note_error(err)
