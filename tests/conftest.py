@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -17,6 +18,14 @@ MYSQL_ROOT_URL = os.environ.get("PAIMON_TEST_MYSQL_URL", "mysql+pymysql://root@1
 POSTGRES_ROOT_URL = os.environ.get(
     "PAIMON_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 )
+
+# Airflow reads its configuration when first imported: give every test run a throwaway
+# AIRFLOW_HOME with a SQLite metadata DB, so no test touches ~/airflow. (tests/airflow's
+# conftest sets its own before any test module imports Airflow.)
+_AIRFLOW_HOME = tempfile.mkdtemp(prefix="paimon-tests-airflow-")
+os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
 
 # Spark's Python workers must run this interpreter (it has pyarrow and pypaimon).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

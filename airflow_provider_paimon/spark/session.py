@@ -21,6 +21,7 @@ def local_session(app_name: str, master: str | None = None, conf: dict[str, str]
         SparkSession.builder.appName(app_name)
         .master(master or os.environ.get("PAIMON_SPARK_MASTER", "local[2]"))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("PAIMON_SPARK_DRIVER_MEMORY", "2g"))
