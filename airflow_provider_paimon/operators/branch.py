@@ -188,6 +188,10 @@ class ReplaceMainBranchOperator(_BranchOperator):
         name = optional_str(self.backup_name)
         if not self.backup or name is None:
             return None
+        if self._resuming(hook):
+            # A killed or unreported earlier try left its journal: the backup it made
+            # exists by design, and only the job can finish (or no-op) the operation.
+            return None
         if self.backup_kind == "tag":
             validate_tag_name(name)
             if hook.tag_exists(self.table, name):
@@ -203,3 +207,10 @@ class ReplaceMainBranchOperator(_BranchOperator):
 
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, None)]
+
+    def _resuming(self, hook: PaimonHook) -> bool:
+        """True when an unfinished replace-main of this branch is pending on the table."""
+        from airflow_provider_paimon.paimon.branch import pending_operation
+
+        pending = pending_operation(hook.get_table(self.table)) or {}
+        return pending.get("op") == "replace_main" and pending.get("branch") == self.branch
