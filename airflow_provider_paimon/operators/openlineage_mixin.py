@@ -1,0 +1,271 @@
+"""OpenLineage facets and Paimon asset outlets for the operators that submit Paimon jobs.
+
+Airflow's OpenLineage provider asks an operator for ``get_openlineage_facets_on_start``
+/ ``_on_complete`` / ``_on_failure`` and puts the datasets into the task's events. The
+datasets here are built by ``lineage.openlineage.paimon_dataset``, the same function the
+Spark-side events use, so the Airflow task and the Spark run it starts name the same
+datasets (namespace = warehouse URI, name = ``db.table[$branch_NAME]``) and Marquez
+draws one graph. Imports of the OpenLineage provider are inside the methods, as the
+provider asks: the operators work without it.
+
+What the host operator must have (``PaimonSparkJobOperator`` has it all):
+``paimon_hook`` (a ``PaimonHook``), ``input_tables()`` / ``output_tables()`` giving
+``(db.table, branch)`` pairs, ``last_result`` (the job's result dict), and optionally
+``job_family`` / ``action`` / ``branch`` / ``new_name``.
+
+Versions (the ``version`` facet = a Paimon snapshot id):
+
+* an input: the snapshot the job read, when the result says it (a branch created from
+  ``snapshot_id``, a branch fast-forwarded into main); else the input's latest snapshot
+  when the task started;
+* an output: the snapshot the job committed or left as latest (``main_snapshot_id``,
+  ``snapshot_id``), else the output's latest snapshot after the job; none when the
+  job failed, changed nothing, or the branch is gone.
+
+Outlets: after a run that changed a table, the operator adds the ``paimon://`` asset of
+each table it wrote to its ``outlets`` (the warehouse is in the connection, which is
+not read while a DAG file is parsed), so DAGs scheduled on that asset run. Assets the
+user declared are kept and not duplicated; a run that changed nothing (``skipped``,
+``dry_run``, nothing committed) adds none.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_paimon.paimon.names import is_main
+
+if TYPE_CHECKING:
+    from openlineage.client.event_v2 import InputDataset, OutputDataset
+
+log = logging.getLogger(__name__)
+
+__all__ = ["PaimonOpenLineageMixin", "table_changed"]
+
+TableRef = tuple[str, "str | None"]
+
+
+def table_changed(result: dict[str, Any] | None) -> bool:
+    """Did the job change a table? (False for a skip, a dry run, nothing committed, no-op.)"""
+    if not isinstance(result, dict):
+        return False
+    if result.get("skipped") or result.get("dry_run") or result.get("unchanged"):
+        return False
+    return result.get("committed", True) is not False
+
+
+def _norm_branch(branch: str | None) -> str | None:
+    if branch is None or not str(branch).strip() or is_main(str(branch)):
+        return None
+    return str(branch)
+
+
+class PaimonOpenLineageMixin:
+    """OpenLineage ``get_openlineage_facets_on_*`` and runtime outlets for Paimon operators."""
+
+    # state kept between on_start, execute and on_complete (same operator object)
+    _ol_start_snapshots: dict[TableRef, int | None]
+
+    # -- tables --
+
+    def _ol_tables(self, kind: str) -> list[TableRef]:
+        method = self.input_tables if kind == "input" else self.output_tables  # type: ignore[attr-defined]
+        seen: list[TableRef] = []
+        for table, branch in method():
+            ref = (str(table), _norm_branch(branch))
+            if ref not in seen:
+                seen.append(ref)
+        return seen
+
+    def _ol_warehouse(self) -> str:
+        return self.paimon_hook.warehouse  # type: ignore[attr-defined]
+
+    def _ol_latest(self, table: str, branch: str | None) -> int | None:
+        try:
+            return self.paimon_hook.get_latest_snapshot_id(table, branch)  # type: ignore[attr-defined]
+        except Exception as err:  # noqa: BLE001 - lineage never fails a task
+            log.debug("no latest snapshot for %s (branch %s): %s", table, branch, err)
+            return None
+
+    def _ol_schema(self, table: str, branch: str | None) -> list[Any] | None:
+        from airflow_provider_paimon.lineage.openlineage import schema_fields_from_paimon
+
+        try:
+            fields = self.paimon_hook.get_table(table, branch).table_schema.fields  # type: ignore[attr-defined]
+        except Exception as err:  # noqa: BLE001
+            log.debug("no schema for %s (branch %s): %s", table, branch, err)
+            return None
+        return schema_fields_from_paimon(fields)
+
+    def _ol_dataset(
+        self, kind: str, table: str, branch: str | None, snapshot_id: int | None, *, schema: bool = True
+    ) -> InputDataset | OutputDataset:
+        from airflow_provider_paimon.lineage.openlineage import paimon_dataset
+        from airflow_provider_paimon.paimon.names import parse_table_name
+
+        database, name = parse_table_name(table)
+        dataset = paimon_dataset(
+            self._ol_warehouse(),
+            database,
+            name,
+            branch=branch,
+            snapshot_id=snapshot_id,
+            schema_fields=self._ol_schema(table, branch) if schema else None,
+            kind=kind,  # type: ignore[arg-type]
+        )
+        lifecycle = self._ol_lifecycle(kind, table, branch)
+        if lifecycle is not None:
+            dataset.facets["lifecycleStateChange"] = lifecycle  # type: ignore[index]
+        return dataset
+
+    def _ol_lifecycle(self, kind: str, table: str, branch: str | None) -> Any:
+        """``lifecycleStateChange`` for the branch an operator creates, drops or renames."""
+        if kind != "output" or getattr(self, "job_family", "") != "branch" or branch is None:
+            return None
+        from openlineage.client.facet_v2 import lifecycle_state_change_dataset as lsc
+
+        from airflow_provider_paimon.lineage.openlineage import (
+            PRODUCER,
+            dataset_name,
+            warehouse_namespace,
+        )
+
+        action = getattr(self, "action", "")
+        state = lsc.LifecycleStateChange
+        if action == "create":
+            return lsc.LifecycleStateChangeDatasetFacet(lifecycleStateChange=state.CREATE, producer=PRODUCER)
+        if action == "delete":
+            return lsc.LifecycleStateChangeDatasetFacet(lifecycleStateChange=state.DROP, producer=PRODUCER)
+        if action == "rename":
+            old = _norm_branch(getattr(self, "branch", None))
+            database, name = table.split(".", 1)
+            return lsc.LifecycleStateChangeDatasetFacet(
+                lifecycleStateChange=state.RENAME,
+                previousIdentifier=lsc.PreviousIdentifier(
+                    namespace=warehouse_namespace(self._ol_warehouse()),
+                    name=dataset_name(database, name, old),
+                ),
+                producer=PRODUCER,
+            )
+        return None
+
+    # -- versions --
+
+    def _ol_record_start(self) -> None:
+        if getattr(self, "_ol_start_snapshots", None):
+            return
+        self._ol_start_snapshots = {
+            ref: self._ol_latest(*ref) for ref in [*self._ol_tables("input"), *self._ol_tables("output")]
+        }
+
+    def _ol_input_version(self, ref: TableRef, result: dict[str, Any]) -> int | None:
+        outputs = self._ol_tables("output")
+        if ref not in outputs:
+            if ref[1] is not None and result.get("branch_snapshot_id") is not None:
+                return int(result["branch_snapshot_id"])  # the branch state main now reads as
+            if ref[1] is None and getattr(self, "job_family", "") == "branch" and result.get("snapshot_id"):
+                return int(result["snapshot_id"])  # the main snapshot a new branch starts from
+        return getattr(self, "_ol_start_snapshots", {}).get(ref)
+
+    def _ol_output_version(self, ref: TableRef, result: dict[str, Any]) -> int | None:
+        if not table_changed(result):
+            return getattr(self, "_ol_start_snapshots", {}).get(ref)
+        if ref[1] is None and result.get("main_snapshot_id") is not None:
+            return int(result["main_snapshot_id"])
+        if getattr(self, "job_family", "") == "compact" and result.get("snapshot_id") is not None:
+            return int(result["snapshot_id"])
+        if getattr(self, "action", "") == "delete" and getattr(self, "job_family", "") == "branch":
+            return None
+        return self._ol_latest(*ref)
+
+    # -- the OpenLineage provider's interface --
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """The tables the task will read and write, with their schema and current snapshot."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        try:
+            self._ol_record_start()
+            starts = self._ol_start_snapshots
+            inputs = [self._ol_dataset("input", t, b, starts.get((t, b))) for t, b in self._ol_tables("input")]
+            outputs = [self._ol_dataset("output", t, b, None) for t, b in self._ol_tables("output")]
+        except Exception as err:  # noqa: BLE001 - lineage never fails a task
+            log.warning("OpenLineage facets for %s not built: %s", getattr(self, "task_id", "?"), err)
+            return OperatorLineage()
+        return OperatorLineage(inputs=inputs, outputs=outputs)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any = None) -> Any:
+        """Inputs at the snapshot read, outputs at the snapshot the job left (from the result)."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        result = getattr(self, "last_result", None) or {}
+        try:
+            self._ol_record_start()
+            inputs = [
+                self._ol_dataset("input", t, b, self._ol_input_version((t, b), result))
+                for t, b in self._ol_tables("input")
+            ]
+            outputs = [
+                self._ol_dataset("output", t, b, self._ol_output_version((t, b), result))
+                for t, b in self._ol_tables("output")
+            ]
+        except Exception as err:  # noqa: BLE001
+            log.warning("OpenLineage facets for %s not built: %s", getattr(self, "task_id", "?"), err)
+            return OperatorLineage()
+        return OperatorLineage(inputs=inputs, outputs=outputs)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any = None) -> Any:
+        """The tables involved; outputs carry no version (nothing is known to be committed)."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        try:
+            starts = getattr(self, "_ol_start_snapshots", None) or {}
+            inputs = [self._ol_dataset("input", t, b, starts.get((t, b))) for t, b in self._ol_tables("input")]
+            outputs = [self._ol_dataset("output", t, b, None) for t, b in self._ol_tables("output")]
+        except Exception as err:  # noqa: BLE001
+            log.warning("OpenLineage facets for %s not built: %s", getattr(self, "task_id", "?"), err)
+            return OperatorLineage()
+        return OperatorLineage(inputs=inputs, outputs=outputs)
+
+    # -- assets --
+
+    def paimon_assets(self) -> list[Any]:
+        """The ``paimon://`` assets of the tables this operator writes."""
+        from airflow_provider_paimon.assets import asset_for
+
+        warehouse = self._ol_warehouse()
+        return [asset_for(warehouse, table, branch) for table, branch in self._ol_tables("output")]
+
+    def add_paimon_outlets(self, result: dict[str, Any] | None) -> list[Any]:
+        """Add the written tables' assets to ``outlets`` when the run changed them; return those added."""
+        if not table_changed(result):
+            return []
+        try:
+            assets = self.paimon_assets()
+        except Exception as err:  # noqa: BLE001 - a lineage problem must not fail the task
+            log.warning("Paimon asset outlets not added: %s", err)
+            return []
+        outlets = list(getattr(self, "outlets", None) or [])
+        known = {getattr(o, "uri", None) for o in outlets}
+        added = [asset for asset in assets if asset.uri not in known]
+        if added:
+            self.outlets = [*outlets, *added]  # type: ignore[attr-defined]
+        return added
+
+    def pre_execute(self, context: Any) -> None:
+        """Before execute: remember each table's latest snapshot (the inputs' read versions).
+
+        Done here too because the OpenLineage listener calls ``on_start`` in a forked
+        process, whose state is lost, and may not be enabled at all.
+        """
+        super().pre_execute(context)  # type: ignore[misc]
+        try:
+            self._ol_record_start()
+        except Exception as err:  # noqa: BLE001
+            log.debug("start snapshots not recorded: %s", err)
+
+    def post_execute(self, context: Any, result: Any = None) -> None:
+        """After a successful execute: the written tables' assets become outlets (see module doc)."""
+        super().post_execute(context, result)  # type: ignore[misc]
+        self.add_paimon_outlets(getattr(self, "last_result", None))
