@@ -119,6 +119,16 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [{"integration-name": INTEGRATION, "python-modules": operators}],
         "connection-types": connection_types,
     }
+    # Paimon tables as Airflow Assets: paimon://... URIs (docs/assets.md).
+    if _exists("assets.py"):
+        info["asset-uris"] = [
+            {
+                "schemes": ["paimon"],
+                "handler": "airflow_provider_paimon.assets.sanitize_uri",
+                "to_openlineage_converter": "airflow_provider_paimon.assets.convert_asset_to_openlineage",
+                "factory": "airflow_provider_paimon.assets.create_asset",
+            }
+        ]
     if sensors:
         info["sensors"] = [{"integration-name": INTEGRATION, "python-modules": sensors}]
     if triggers:

@@ -26,6 +26,8 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
+from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
 
@@ -34,7 +36,7 @@ class PaimonPreflightError(AirflowFailException):
     """The operator saw a problem before submitting: nothing was submitted or changed."""
 
 
-class PaimonSparkJobOperator(BaseOperator):
+class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     """Base class: check, submit ``launcher.py FAMILY ARGS`` via spark-submit, return the result.
 
     :param table: the table as ``database.table`` (templated).
@@ -96,8 +98,8 @@ class PaimonSparkJobOperator(BaseOperator):
         return [(self.table, None)]
 
     def spark_conf(self, context: Context) -> dict[str, Any]:
-        """Spark conf for this run (an override point, e.g. OpenLineage parent job info)."""
-        return dict(self.conf)
+        """Spark conf for this run: the operator's ``conf`` plus the OpenLineage parent job info."""
+        return inject_openlineage_spark_conf(self.conf, context)
 
     # -- shared machinery --
 
