@@ -98,8 +98,8 @@ def test_precommit_enabled_flag():
 @pytest.mark.spark
 def test_spark_writer_option_merges_before_commit(spark, warehouse):
     make_table(warehouse, options=SMALL)
-    # 4 tasks x 2 partitions would commit 8 small files; merged: one per partition.
-    df = spark.createDataFrame(batch(0, 400)).repartition(4)
+    # 2 tasks x 2 partitions would commit 4 small files; merged: one per partition.
+    df = spark.createDataFrame(batch(0, 400)).repartition(2)
     (df.write.format("paimon").option("warehouse", warehouse).option("table", "db.t")
      .option("precommit-compact", "true").mode("append").save())
     table = reload(warehouse)
@@ -107,6 +107,6 @@ def test_spark_writer_option_merges_before_commit(spark, warehouse):
     assert snap.id == 1 and snap.commit_kind == "APPEND"
     assert len(live_entries(table, snap)) == 2
     assert row_multiset(table) == row_multiset_of_table(batch(0, 400))
-    # Nothing left behind: the 8 small files were deleted.
+    # Nothing left behind: the 4 small files were deleted.
     on_disk = [f for _r, _d, fs in os.walk(warehouse) for f in fs if f.endswith(".parquet")]
     assert len(on_disk) == 2
