@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -20,11 +21,26 @@ def _sink_options(warehouse: str, checkpoint: str, **extra: str) -> dict[str, st
     return {"warehouse": warehouse, "table": "db.dst", "checkpointLocation": checkpoint, **extra}
 
 
+def _consumer(path: str) -> dict | None:
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def _wait(condition, query, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert query.isActive, query.exception()
+        assert time.monotonic() < deadline, "streaming query did not get there in time"
+        time.sleep(0.5)
+
+
 def _snapshots(table):
     return table.snapshot_manager().list_snapshots()
 
 
-def test_branch_to_branch_stream_commits_each_batch_with_its_id(spark, warehouse, tmp_path):
+def test_running_branch_to_branch_stream_commits_each_batch_with_its_id(spark, warehouse, tmp_path):
     src = make_table(warehouse)
     append(src, [1])
     src.create_tag("t1", 1)
@@ -38,31 +54,32 @@ def test_branch_to_branch_stream_commits_each_batch_with_its_id(spark, warehouse
     dst.branch_manager().create_branch("fix", "base")
     checkpoint, events = str(tmp_path / "ck"), str(tmp_path / "events.jsonl")
 
-    def run() -> None:
-        df = (
-            spark.readStream.format("paimon")
-            .option("warehouse", warehouse)
-            .option("table", "db.src")
-            .option("branch", "fix")
-            .option("consumer-id", "fixer")
-            .option("scan.mode", "from-snapshot")
-            .option("scan.snapshot-id", "1")
-            .option("max-snapshots-per-trigger", "1")
-            .option("event-log", events)
-            .load()
-        )
-        query = (
-            df.writeStream.format("paimon")
-            .options(**_sink_options(warehouse, checkpoint, branch="fix", **{"event-log": events}))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(240)
-        assert not query.isActive and query.exception() is None
-
-    run()
-    append(src_fix, [4])
-    run()  # restarted from the checkpoint: same commit user, next batch id
+    df = (
+        spark.readStream.format("paimon")
+        .option("warehouse", warehouse)
+        .option("table", "db.src")
+        .option("branch", "fix")
+        .option("consumer-id", "fixer")
+        .option("scan.mode", "from-snapshot")
+        .option("scan.snapshot-id", "1")
+        .option("max-snapshots-per-trigger", "1")
+        .option("event-log", events)
+        .load()
+    )
+    query = (
+        df.writeStream.format("paimon")
+        .options(**_sink_options(warehouse, checkpoint, branch="fix", **{"event-log": events}))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    branch_consumer = os.path.join(src.table_path, "branch", "branch-fix", "consumer", "consumer-fixer")
+    try:
+        _wait(lambda: table_ids(reload(warehouse, "db.dst", branch="fix")) == [0, 1, 2, 3], query)
+        append(src_fix, [4])  # arrives while the query runs: read like a queue
+        _wait(lambda: _consumer(branch_consumer) == {"nextSnapshot": 4}, query)
+    finally:
+        query.stop()
+    assert query.exception() is None
 
     sink = reload(warehouse, "db.dst", branch="fix")
     assert table_ids(sink) == [0, 1, 2, 3, 4]
@@ -73,9 +90,7 @@ def test_branch_to_branch_stream_commits_each_batch_with_its_id(spark, warehouse
     mine = [s for s in _snapshots(sink) if s.commit_user == identity["commitUser"]]
     assert [(s.commit_identifier, s.commit_kind) for s in mine] == [(0, "APPEND"), (1, "APPEND"), (2, "APPEND")]
     # The branch's consumer file holds the position; main has none.
-    branch_consumer = os.path.join(src.table_path, "branch", "branch-fix", "consumer", "consumer-fixer")
-    with open(branch_consumer) as fh:
-        assert json.load(fh) == {"nextSnapshot": 4}
+    assert _consumer(branch_consumer) == {"nextSnapshot": 4}
     assert not os.path.exists(os.path.join(src.table_path, "consumer"))
     # Lineage: each sink commit names its batch id; the source reports what it consumed.
     logged = commit_events.read_event_log(events)
