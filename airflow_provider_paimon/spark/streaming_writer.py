@@ -16,7 +16,9 @@ Protocol (Paimon's own, with Spark's micro-batch id as the barrier):
   those orphans before committing its own files.
 
 Executors write files with the batch writer's task code (``writer.PaimonWriter``),
-so type conversion and file layout are the same as for ``df.write``.
+so type conversion and file layout are the same as for ``df.write``. With
+``precommit-compact=true`` the batch's small files are merged on the driver before
+the commit (Paimon's pre-commit merging for short micro-batches).
 
 Fault injection for the kill tests: ``PAIMON_STREAMING_FAULT=<point>:<batch id>``
 with point ``before-commit`` (files written and listed, not committed) or
@@ -239,6 +241,8 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                 _delete_files(table, self.commit_user, orphans)
             if task_messages:
                 state.write_pending(batch_id, task_messages)
+        if self.plan.opts.precommit_compact and task_messages:
+            task_messages = self._merge_small_files(table, task_messages, state, batch_id)
         _fault("before-commit", batch_id)
         table_commit = table.new_stream_write_builder()._with_commit_user(self.commit_user).new_commit()
         try:
@@ -257,6 +261,21 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
         if snapshot is not None:
             self._publish(snapshot, batch_id, rows, replayed=False)
+
+    def _merge_small_files(
+        self, table: Any, task_messages: list[Any], state: CheckpointState | None, batch_id: int
+    ) -> list[Any]:
+        """``precommit-compact``: merge this batch's small files before committing them.
+
+        The merged files replace the task files in the pending list, so a crash after
+        the merge still leaves a list of exactly the files to delete on replay.
+        """
+        from airflow_provider_paimon.paimon.compaction.precommit import merge_commit_messages
+
+        merged = merge_commit_messages(table, task_messages, self.plan.opts.raw)
+        if state is not None:
+            state.write_pending(batch_id, merged)
+        return merged
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         task_messages = _flatten(messages)

@@ -142,6 +142,23 @@ def test_replayed_batch_is_not_committed_twice_and_its_files_are_deleted(warehou
     assert again.commit_user == writer.commit_user
 
 
+def test_precommit_compact_merges_a_batch_small_files(warehouse, tmp_path):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from airflow_provider_paimon.spark.streaming_writer import create_stream_writer
+
+    make_table(warehouse, "db.dst")
+    schema = StructType([StructField("id", LongType()), StructField("v", StringType())])
+    options = _sink_options(warehouse, str(tmp_path / "ck"), **{"precommit-compact": "true"})
+    writer = create_stream_writer(parse_options(options), schema, False)
+    writer.commit([_task(writer, [1]), _task(writer, [2]), _task(writer, [3])], 0)
+    sink = reload(warehouse, "db.dst")
+    assert table_ids(sink) == [1, 2, 3]
+    assert len(live_files(sink)) == 1  # three task files merged into one
+    assert data_files_on_disk(sink.table_path) == live_files(sink)
+    assert [(s.commit_identifier, s.commit_kind) for s in _snapshots(sink)] == [(0, "APPEND")]
+
+
 def test_bad_sink_input_fails_before_any_commit(warehouse, tmp_path):
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
