@@ -308,6 +308,14 @@ class StreamPlanner:
         latest = self.latest_id()
         if latest is None:
             return next_snapshot
+        if next_snapshot > latest + 1:
+            raise SnapshotNotFoundError(
+                f"the stream on {self.table.identifier} has read up to snapshot "
+                f"{next_snapshot - 1}, but the latest snapshot is now {latest}: the table "
+                "(branch) was rolled back or replaced. New commits would reuse ids the "
+                "stream has passed, so it stops instead of skipping them; restart the query "
+                "with a new checkpoint (and scan.mode) to read the table as it is now"
+            )
         last = latest if cap is None else min(latest, cap)
         if next_snapshot <= last:
             earliest = self.earliest_id()

@@ -136,6 +136,17 @@ def test_expired_snapshot_is_a_clear_error(warehouse):
         _planner(reload(warehouse)).advance(2)
 
 
+def test_a_rolled_back_table_stops_the_stream(warehouse):
+    table = make_table(warehouse)
+    for i in range(3):
+        append(table, [i])
+    planner = _planner(reload(warehouse))
+    assert planner.advance(4) == 4
+    table.rollback_to(1)
+    with pytest.raises(SnapshotNotFoundError, match="rolled back"):
+        _planner(reload(warehouse)).advance(4)
+
+
 def test_consumer_files_live_in_the_branch_folder(warehouse):
     table = make_table(warehouse)
     append(table, [1])
