@@ -46,8 +46,12 @@ def _run(warehouse: str, checkpoint: str, fault: str | None) -> int:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise
-    if fault is None and proc.returncode != 0:
-        raise AssertionError(err.decode(errors="replace")[-3000:])
+    expected = 0 if fault is None else -signal.SIGKILL
+    if proc.returncode != expected:
+        raise AssertionError(
+            f"job exited with {proc.returncode}, expected {expected}:\n"
+            + err.decode(errors="replace")[-3000:]
+        )
     return proc.returncode
 
 
