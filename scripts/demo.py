@@ -156,9 +156,10 @@ def run_dag(module_name: str, conf: dict[str, Any] | None = None) -> dict[str, s
 def show_rows(title: str, branch: str | None = None) -> list[dict[str, Any]]:
     from correction_tasks import paimon_hook_for, read_rows
 
-    hook = paimon_hook_for(str(WAREHOUSE))
-    rows = sorted(read_rows(hook, "db.orders_enriched", branch), key=lambda r: r["order_id"])
-    snapshot = hook.get_latest_snapshot_id("db.orders_enriched", branch)
+    with quiet():  # pypaimon logs each scan plan
+        hook = paimon_hook_for(str(WAREHOUSE))
+        rows = sorted(read_rows(hook, "db.orders_enriched", branch), key=lambda r: r["order_id"])
+        snapshot = hook.get_latest_snapshot_id("db.orders_enriched", branch)
     print(f"   {title} (snapshot {snapshot}):")
     print(f"     {'order_id':>8} {'customer':<8} {'amount':>9}  size")
     for r in rows:
@@ -178,7 +179,9 @@ def show_lineage(job: str) -> None:
             print(f"   {ref} snapshot {sink.snapshot_id} <- job {job!r} batch {sink.barrier_id}")
             for node in upstream(store, sink.database, sink.table, sink.snapshot_id, branch=sink.branch):
                 print(f"       consumed {node.ref} ({node.job} batch {node.barrier_id})")
-        print(f"   tables: {[(t.job, t.database + '.' + t.table, t.branch) for t in store.sink_table_lineages()]}")
+        reads = [f"{t.database}.{t.table}" for t in store.source_table_lineages(job=job)]
+        writes = [f"{t.database}.{t.table} ({t.branch})" for t in store.sink_table_lineages(job=job)]
+        print(f"   table lineage of {job!r}: reads {reads}, writes {writes}")
 
 
 def main() -> int:
