@@ -125,6 +125,16 @@ def _warm_up(_: int) -> int:
     return 0
 
 
+def plan_seconds(table, repeat: int = 3) -> tuple[float, int]:
+    """Best time to plan a full scan (read the manifests, build splits), and #splits."""
+    best, splits = math.inf, 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        splits = len(table.new_read_builder().new_scan().plan().splits())
+        best = min(best, time.perf_counter() - started)
+    return best, splits
+
+
 def spark_full_scan_seconds(spark, warehouse: str) -> float:
     """Read every column of every row through the ``paimon`` Spark data source."""
     started = time.perf_counter()
@@ -235,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
             reads["after64k"].append(full_scan_seconds(table, BIG_BATCH, repeat=1)[0])
         assert rows_after == rows_before, (rows_before, rows_after)
         best = {k: min(v) for k, v in reads.items()}
+        plan_before, splits_before = plan_seconds(twin_table)
+        plan_after, splits_after = plan_seconds(table)
         for _ in range(2):
             for name, wh in (("before", twin), ("after", warehouse)):
                 t = spark_full_scan_seconds(spark, wh)
@@ -258,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
               f"MB/s ({local_s:.2f}s) | ratio {(local_result.bytes_before / MB / local_s) / base:.2f}x")
         print(f"            Spark worker start-up (once per application, not in the above) "
               f"{warm_up_s:.2f}s; including it ours is {mb / (compact_s + warm_up_s):.1f} MB/s")
+        print(f"scan planning (pypaimon): before {plan_before * 1000:.0f} ms ({splits_before} splits) | "
+              f"after {plan_after * 1000:.0f} ms ({splits_after} splits) | "
+              f"{plan_before / plan_after:.1f}x faster")
         print(f"full scan (Spark 'paimon' source): before {spark_reads['before']:.2f}s | after "
               f"{spark_reads['after']:.2f}s | {spark_reads['before'] / spark_reads['after']:.1f}x faster")
         print(f"full scan (pypaimon, read.batch-size 1024 = default): before {best['before']:.2f}s "
