@@ -1,0 +1,121 @@
+"""Write and read the same DataFrame through ``paimon`` and Spark's built-in Parquet.
+
+    python benchmarks/spark_io.py [--rows 5000000] [--repeat 3] [--master local[2]]
+
+A first, untimed round warms up both sides (JVM code paths, Spark's Python
+workers importing pyarrow/pypaimon). Prints, per operation, the best and median time of each side, rows/s, and the ratio
+paimon/parquet in throughput (1.0 = as fast as native Parquet; the goal is >= 0.8).
+The DataFrame has 10 mixed-type columns (integers, doubles, a decimal, strings, a
+date, a timestamp, a boolean) and is cached before timing, so both writers consume
+the same in-memory rows. Reads are timed as a full scan that touches every column
+(``count`` of a filter-free ``select`` with a cheap aggregate per column kind would
+let Parquet skip decoding, so the read sums a hash of all columns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from airflow_provider_paimon.spark.session import local_session  # noqa: E402
+
+
+def make_df(spark, rows: int, partitions: int):
+    return spark.range(0, rows, numPartitions=partitions).selectExpr(
+        "id",
+        "cast(id % 1000 as int) as small_int",
+        "id * 1.5 as amount",
+        "cast(id % 10000 as decimal(12,2)) as price",
+        "concat('user-', cast(id % 50000 as string)) as user",
+        "concat('event ', cast(id as string), ' payload') as payload",
+        "date_add(date'2024-01-01', cast(id % 365 as int)) as day",
+        "timestamp_millis(1700000000000 + id) as ts",
+        "id % 3 = 0 as flag",
+        "sqrt(cast(id as double)) as score",
+    )
+
+
+def timed(fn, *args) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - start, out
+
+
+def write_parquet(df, path: str) -> None:
+    df.write.mode("overwrite").parquet(path)
+
+
+def write_paimon(df, warehouse: str) -> None:
+    (
+        df.write.format("paimon").mode("append")
+        .option("warehouse", warehouse).option("table", "bench.events")
+        .option("create-table", "true").save()
+    )
+
+
+def full_scan(df) -> int:
+    """Hash every column of every row, so no reader can skip decoding anything."""
+    return df.selectExpr("sum(hash(*)) as h").collect()[0][0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=4, help="Spark partitions of the input")
+    ap.add_argument("--master", default=None)
+    args = ap.parse_args(argv)
+
+    spark = local_session("benchmark-spark-io", master=args.master)
+    workdir = tempfile.mkdtemp(prefix="spark-io-")
+    try:
+        df = make_df(spark, args.rows, args.partitions).cache()
+        df.count()
+        results: dict[str, dict[str, list[float]]] = {"write": {"paimon": [], "parquet": []},
+                                                      "read": {"paimon": [], "parquet": []}}
+        for rep in range(-1, args.repeat):  # rep -1 warms up both sides (untimed)
+            pq_path = os.path.join(workdir, f"parquet-{rep}")
+            wh = os.path.join(workdir, f"warehouse-{rep}")
+            times = {}
+            times["write", "parquet"], _ = timed(write_parquet, df, pq_path)
+            times["write", "paimon"], _ = timed(write_paimon, df, wh)
+            pq = spark.read.parquet(pq_path)
+            pm = spark.read.format("paimon").option("warehouse", wh).option("table", "bench.events").load()
+            times["read", "parquet"], pq_hash = timed(full_scan, pq)
+            times["read", "paimon"], pm_hash = timed(full_scan, pm)
+            print(f"rep {rep}: " + ", ".join(f"{op} {side} {t:.2f}s" for (op, side), t in times.items()),
+                  flush=True)
+            if rep >= 0:
+                for (op, side), t in times.items():
+                    results[op][side].append(t)
+            if pq_hash != pm_hash:
+                print(f"MISMATCH: parquet hash {pq_hash} != paimon hash {pm_hash}")
+                return 1
+            shutil.rmtree(pq_path, ignore_errors=True)
+            shutil.rmtree(wh, ignore_errors=True)
+
+        print(f"\nrows={args.rows:,} columns=10 repeat={args.repeat} input partitions={args.partitions} "
+              f"master={spark.sparkContext.master} cpus={os.cpu_count()}")
+        print(f"{'op':<6} {'side':<8} {'best s':>8} {'median s':>9} {'rows/s (best)':>15}")
+        for op, sides in results.items():
+            for side, times in sides.items():
+                print(f"{op:<6} {side:<8} {min(times):>8.2f} {statistics.median(times):>9.2f} "
+                      f"{args.rows / min(times):>15,.0f}")
+            ratio = min(sides["parquet"]) / min(sides["paimon"])
+            print(f"{op:<6} ratio paimon/parquet throughput (best): {ratio:.2f}x "
+                  f"(median: {statistics.median(sides['parquet']) / statistics.median(sides['paimon']):.2f}x)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
