@@ -23,6 +23,7 @@ from .queries import (
     impact,
     table_graph,
     upstream,
+    walk,
 )
 from .retry import RetryPolicy
 from .schema import LATEST_VERSION
@@ -56,4 +57,5 @@ __all__ = [
     "mask_url",
     "table_graph",
     "upstream",
+    "walk",
 ]

@@ -82,7 +82,7 @@ def create_store_engine(url: URL, database: str, options: dict[str, Any] | None 
     opts.setdefault("pool_recycle", 1800)
     connect_args = dict(opts.pop("connect_args", {}))
     if backend == "postgresql":
-        connect_args["options"] = f"-c search_path={database}"
+        connect_args["options"] = f'-c search_path="{database}"'  # quoted: case kept, as in CREATE SCHEMA
         connect_args.setdefault("connect_timeout", 10)
     else:
         connect_args.setdefault("connect_timeout", 10)

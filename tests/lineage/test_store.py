@@ -222,3 +222,17 @@ def test_next_barrier_id_counts_per_job_and_starts_above_recorded_barriers(store
     assert store.next_barrier_id("batch") == 4  # never handed out twice
     with pytest.raises(InvalidLineageArgumentError):
         store.next_barrier_id(" ")
+
+
+@pytest.mark.postgres
+def test_postgres_schema_name_keeps_its_case(postgres_server_url, unique_name):
+    from .helpers import StoreTarget, drop_target
+
+    target = StoreTarget("postgresql", postgres_server_url, "Mixed_" + unique_name)
+    try:
+        with LineageStore.from_url(target.url, target.database) as store:
+            store.record_batch("j", 1, [SnapshotRef("db", "a", 1)])
+        with LineageStore.from_url(target.url, target.database) as store:
+            assert len(store.source_data_lineages()) == 1
+    finally:
+        drop_target(target)
