@@ -10,7 +10,8 @@ Pushed: ``=``, ``<=>``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS [NOT] NULL``,
 ``NOT =``, ``NOT IN``, ``startswith``/``endswith``/``contains`` on top-level columns
 of boolean, integral, floating, string and date type. Not pushed: nested fields,
 timestamps, decimals, binary (their literal types differ between Spark and Paimon's
-statistics).
+statistics), and, on primary-key tables, non-key columns (a filter there could
+drop the newest version of a row and resurface an older one).
 """
 
 from __future__ import annotations
@@ -122,6 +123,11 @@ def combine(filters: Iterable[Filter], table: Any) -> Any | None:
     fields = table.table_schema.fields
     builder = PredicateBuilder(fields)
     columns = pushable_columns(fields)
+    primary_keys = list(getattr(table, "primary_keys", None) or [])
+    if primary_keys:
+        # A value filter must not see a row before the merge picked its latest
+        # version; keep to key and partition columns (constant per key).
+        columns &= set(primary_keys) | set(table.partition_keys or [])
     predicates = [p for p in (to_predicate(f, builder, columns) for f in filters) if p is not None]
     if not predicates:
         return None

@@ -132,6 +132,8 @@ def test_primary_key_table_merges_on_read(spark, paimon_io, probe):
     assert probe.table(T).primary_keys == ["k"]
     assert _rows(read(T)) == [(1, "a", 1.0), (2, "B", 20.0), (3, "c", 3.0)]
     assert read(T).schema["k"].nullable is False
+    # a value filter must see merged rows only: k=2 was 2.0, now 20.0
+    assert _rows(read(T).where("x < 5")) == [(1, "a", 1.0), (3, "c", 3.0)]
 
 
 def test_empty_table_and_empty_append(spark, paimon_io, probe):
