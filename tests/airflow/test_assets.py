@@ -164,7 +164,8 @@ from airflow_provider_paimon.assets import asset_for
 WAREHOUSE = {warehouse!r}
 ORDERS = asset_for(WAREHOUSE, "db.events")
 
-with DAG("paimon_asset_consumer", schedule=[ORDERS]) as consumer:
+# a paused DAG is not queued
+with DAG("paimon_asset_consumer", schedule=[ORDERS], is_paused_upon_creation=False) as consumer:
     @task
     def react():
         return "ran"
@@ -191,10 +192,9 @@ def _load_dags(name: str, source: str):
     return module
 
 
-def test_data_aware_schedule_on_a_paimon_table(warehouse, airflow_db, monkeypatch):
+def test_data_aware_schedule_on_a_paimon_table(warehouse, airflow_db):
     """A producer task with the table's asset as outlet queues the DAG scheduled on it."""
-    # a paused DAG is not queued: let dag.test()'s bundle sync create them unpaused
-    monkeypatch.setenv("AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION", "False")
+
     from airflow.models.asset import AssetDagRunQueue, AssetEvent, AssetModel
     from airflow.utils.session import create_session
     from sqlalchemy import select

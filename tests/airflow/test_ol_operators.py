@@ -177,7 +177,8 @@ class RecordingTagCreate(TagCreateOperator):
                               "branch": "main", "snapshot_id": 3}})
 
 
-with DAG("paimon_ol_consumer", schedule=[asset_for(WAREHOUSE, "db.events")]) as consumer:
+with DAG("paimon_ol_consumer", schedule=[asset_for(WAREHOUSE, "db.events")],
+         is_paused_upon_creation=False) as consumer:
     @task
     def react():
         return "ran"
@@ -205,7 +206,6 @@ def test_dag_run_emits_valid_events_and_links_spark_to_the_task(wh, airflow_db, 
                 {"type": "http", "url": receiver.url, "endpoint": "api/v1/lineage", "timeout": 5}
             ),
             AIRFLOW__OPENLINEAGE__NAMESPACE="airflow-test",
-            AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="False",
             PAIMON_OL_RECORD=str(record),
         )
         script = (
