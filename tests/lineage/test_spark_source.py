@@ -57,6 +57,3 @@ def test_bad_options_name_the_fix(spark, lineage_url):
         spark.read.format("paimon-lineage").option("url", lineage_url).option("table", "users").load()
     with pytest.raises(Exception, match="option 'table' is missing"):
         spark.read.format("paimon-lineage").option("url", lineage_url).load()
-    with pytest.raises(Exception, match="does not exist"):
-        spark.read.format("paimon-lineage").option("url", "sqlite:////nonexistent/x.sqlite").option(
-            "table", "options").load().collect()
