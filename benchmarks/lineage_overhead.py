@@ -12,8 +12,9 @@ micro-batch (``max-snapshots-per-trigger=1``, ``processingTime`` trigger of 1 s,
 * ``sqlite+ol``: SQLite capture plus OpenLineage over HTTP to a local receiver.
 
 Per batch time is Spark's own ``triggerExecution`` duration from the query progress;
-the first batch (planning warm-up) is dropped. Baseline and captured runs alternate
-for ``--rounds`` rounds, so machine load drifts into both. Prints the median per-batch
+the first batch of each query and ``--warmup`` whole uncounted queries are dropped.
+Baseline and captured runs alternate for ``--rounds`` rounds, so machine load drifts
+into all of them. Prints the median per-batch
 time per configuration and its ratio to the baseline (goal: <= 1.05).
 
     python benchmarks/lineage_overhead.py --batches 8 --rows 10000 --rounds 2
@@ -138,6 +139,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--mysql-url", default=os.environ.get("PAIMON_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test"))
     parser.add_argument("--configs", default="off,sqlite,mariadb,sqlite+ol")
+    parser.add_argument("--warmup", type=int, default=1, help="uncounted baseline queries first (JIT, workers)")
     args = parser.parse_args()
 
     from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
@@ -174,6 +176,10 @@ def main() -> None:
     results: dict[str, list[float]] = {c: [] for c in configs}
     store_ms: dict[str, list[float]] = {c: [] for c in configs}
     try:
+        for w in range(args.warmup):
+            with contextlib.suppress(RuntimeError):
+                run_query(spark, warehouse, args.batches + 1, os.path.join(work, f"ckpt-warmup-{w}"))
+            print(f"warm-up {w + 1} done", flush=True)
         for r in range(args.rounds):
             for config in configs:
                 with conf_keys(spark, conf_for(config)):

@@ -127,12 +127,16 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
         query.awaitTermination(240)
         return query
 
+    receiver = LineageReceiver().start()
     with configured(
         spark,
         {
             "spark.paimon.lineage.url": url,
             "spark.paimon.lineage.job": "etl.stream",
             "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
+            "spark.paimon.openlineage.transport.type": "http",
+            "spark.paimon.openlineage.transport.url": receiver.url,
+            "spark.paimon.openlineage.async": "false",
         },
     ):
         capture = enable_lineage_capture(spark, force=False)
@@ -154,6 +158,18 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
             time.sleep(1)
         finally:
             capture.close()
+            receiver.stop()
+
+    events = receiver.events
+    for event in events:
+        validate_event(event)
+    kinds = [e["eventType"] for e in events]
+    assert kinds.count("START") == 3 and kinds.count("COMPLETE") == 3, kinds
+    running = [e for e in events if e["eventType"] == "RUNNING"]
+    facets = [e["run"]["facets"]["paimon_batch"] for e in running]
+    assert [f["batchId"] for f in facets][:2] == [0, 1]
+    assert running[1]["inputs"][0]["name"] == "db.src"
+    assert running[1]["outputs"][0]["name"] == "db.dst$branch_fix"
 
     with LineageStore.from_url(url) as store:
         src = [(r.barrier_id, r.table, r.branch, r.snapshot_id) for r in store.source_data_lineages(job="etl.stream")]
