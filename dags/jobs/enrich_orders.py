@@ -10,10 +10,12 @@ Each run is a full recompute: it reads the source at its latest snapshot (pinned
 the sink (on ``--branch`` when given). That is what the correction DAG runs into a
 branch while the original keeps writing main.
 
-Lineage: when ``--lineage-url`` is given (or Spark conf ``spark.paimon.lineage.url``),
-the run records one batch in the lineage store: barrier = the job's next batch
-number, source snapshot consumed, sink snapshot produced, under ``--job-name``
-(default: the Spark application name). The SnapshotCatchUpSensor reads it back.
+Lineage: when the Spark conf turns on the Spark-side capture (``spark.paimon.lineage.url``
+/ ``.enabled`` / ``.job``, see ``spark/lineage_config.py``), the capture records the
+batch. Otherwise, when ``--lineage-url`` is given, the job records it itself through
+the store API: one batch (barrier = the job's next batch number), source snapshot
+consumed, sink snapshot produced, under ``--job-name`` (default: the Spark application
+name). Either way the SnapshotCatchUpSensor and the lineage queries read the same rows.
 
 Run it with spark-submit (the package on ``--py-files`` or installed)::
 
@@ -155,6 +157,15 @@ def record_lineage(url: str, job: str, result: dict[str, Any]) -> int:
     return barrier
 
 
+def active_capture(spark: Any) -> Any:
+    """The Spark-side lineage capture of this session, if the conf turned it on."""
+    try:
+        from airflow_provider_paimon.spark.lineage_capture import active_capture as active
+    except ImportError:  # an older package without the capture
+        return None
+    return active(spark)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pyspark.sql import SparkSession
@@ -164,13 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName(args.job_name or f"enrich_orders.{args.version}").getOrCreate()
     try:
         register(spark)
-        conf = dict(spark.sparkContext.getConf().getAll())
-        lineage_url = args.lineage_url or conf.get("spark.paimon.lineage.url")
-        job = args.job_name or conf.get("spark.paimon.lineage.job") or spark.sparkContext.appName
+        capture = active_capture(spark)  # on when spark.paimon.lineage.* conf asks (register)
         result = run(spark, args)
-        if lineage_url:
+        if capture is not None:
+            capture.close()  # flushes this batch's lineage to the store
+            result["lineage"] = "capture"
+            result["lineage_job"] = capture.config.job
+        elif args.lineage_url:
+            job = args.job_name or spark.sparkContext.appName
+            result["lineage"] = "job"
             result["lineage_job"] = job
-            result["barrier_id"] = record_lineage(lineage_url, job, result)
+            result["barrier_id"] = record_lineage(args.lineage_url, job, result)
         print("PAIMON_RESULT " + json.dumps(result, sort_keys=True), flush=True)
         return 0
     except Exception as err:  # noqa: BLE001 - the job contract: one error line, exit 1
