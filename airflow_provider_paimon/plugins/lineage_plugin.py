@@ -22,20 +22,18 @@ URL_PREFIX = "/paimon-lineage"
 LINEAGE_CONN_ID = "paimon_lineage_default"
 
 
-def _store_url() -> str:
+def _open_store() -> LineageStore:
+    """The store of the ``paimon_lineage_default`` connection, else the default one."""
     try:
         from airflow.sdk import BaseHook
 
-        conn = BaseHook.get_connection(LINEAGE_CONN_ID)
+        BaseHook.get_connection(LINEAGE_CONN_ID)
     except Exception:  # noqa: BLE001 - no such connection: fall back to the default
-        return default_url()
+        return LineageStore.from_url(default_url())
     from ..hooks.lineage import PaimonLineageHook
 
-    return PaimonLineageHook(lineage_conn_id=conn.conn_id).get_url()
-
-
-def _open_store() -> LineageStore:
-    return LineageStore.from_url(_store_url())
+    # The hook honours the connection's database/schema extras, not just its URL.
+    return PaimonLineageHook(lineage_conn_id=LINEAGE_CONN_ID).get_store()
 
 
 def _build_app():
