@@ -65,3 +65,20 @@ def test_bad_input_is_a_clear_4xx(client):
 def test_page_is_served(client):
     page = client.get("/")
     assert page.status_code == 200 and "Paimon lineage" in page.text
+
+
+def test_plugin_reads_the_lineage_connection(tmp_path, monkeypatch):
+    """With a paimon_lineage_default connection the page reads that store (and its database)."""
+    import json
+
+    from airflow_provider_paimon.plugins import lineage_plugin
+
+    url = f"sqlite:///{tmp_path / 'conn.db'}"
+    seed_chain(url)
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_LINEAGE_DEFAULT", json.dumps({"conn_type": "paimon_lineage", "extra": {"url": url}}))
+    monkeypatch.setenv("PAIMON_LINEAGE_URL", f"sqlite:///{tmp_path / 'other.db'}")
+    store = lineage_plugin._open_store()
+    try:
+        assert {t.job for t in store.sink_table_lineages()} == {"ingest", "daily", "ingest_fix"}
+    finally:
+        store.close()
