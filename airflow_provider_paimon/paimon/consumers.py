@@ -14,7 +14,9 @@ the branch.
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
 from typing import Any
 
 from .errors import InvalidArgumentError
@@ -61,9 +63,29 @@ def save_next_snapshot(table: Any, consumer_id: str, next_snapshot: int) -> None
 
     if next_snapshot < 1:
         raise InvalidArgumentError(f"nextSnapshot must be >= 1, got {next_snapshot}")
-    consumer_manager(table).reset_consumer(
-        validate_consumer_id(consumer_id), Consumer(next_snapshot=int(next_snapshot))
-    )
+    manager = consumer_manager(table)
+    consumer = Consumer(next_snapshot=int(next_snapshot))
+    local = _local_path(manager._consumer_path(validate_consumer_id(consumer_id)))
+    if local is None:
+        # Object stores and HDFS: overwrite in place, as Paimon Java does; readers
+        # (Paimon's and pypaimon's Consumer.fromPath) retry a half-written file.
+        manager.reset_consumer(consumer_id, consumer)
+        return
+    # Local files: a temporary file and an atomic rename, so no reader ever sees a
+    # truncated file (expiry reading an empty file would not know the position).
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    # Hidden name: listings of ``consumer-*`` (expiry) never see the temporary file.
+    tmp = os.path.join(os.path.dirname(local), f".{os.path.basename(local)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(consumer.to_json())
+    os.replace(tmp, local)
+
+
+def _local_path(path: str) -> str | None:
+    """The local file system path of ``path``, or ``None`` for a remote URI."""
+    if path.startswith("file:"):
+        return "/" + path[len("file:"):].lstrip("/")
+    return None if "://" in path else path
 
 
 def list_consumers(table: Any) -> dict[str, int]:

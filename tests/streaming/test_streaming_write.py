@@ -25,7 +25,8 @@ def _consumer(path: str) -> dict | None:
     if not os.path.exists(path):
         return None
     with open(path) as fh:
-        return json.load(fh)
+        text = fh.read()
+    return json.loads(text) if text else None
 
 
 def _wait(condition, query, timeout: float = 300) -> None:
