@@ -60,14 +60,16 @@ def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> Writ
     _check_keys(opts, table)
     check_write_compatible(schema, table, opts.table)
     static = _static_partition(opts, table) if overwrite else None
+    write_id = str(uuid.uuid4())
     return WritePlan(
         opts=opts,
         table_arrow_schema=table_arrow_schema(table),
         overwrite=overwrite,
         static_partition=static,
         dynamic_overwrite=overwrite and opts.overwrite_mode == "dynamic",
-        commit_user=f"spark-{uuid.uuid4()}",
+        commit_user=f"spark-{write_id}",
         base_snapshot_id=latest_snapshot_id(table),
+        file_prefix=None if "data-file.prefix" in opts.table_options else f"data-{write_id[:13]}-",
     )
 
 

@@ -21,17 +21,29 @@ option ``overwrite-partition``), in one OVERWRITE snapshot; with option
 
 from __future__ import annotations
 
+import logging
+import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from . import commit_events
 from .options import PaimonOptions
 from .tables import open_table
 from .types import conform_batch
+
+log = logging.getLogger(__name__)
+
+# Folders of a table that never hold this write's data files.
+_METADATA_DIRS = ("snapshot", "schema", "manifest", "tag", "branch", "index", "consumer", "changelog", "statistics")
+# On failure, sweep again after this long: tasks Spark is still cancelling may
+# finish a file after the first sweep.
+SECOND_SWEEP_DELAY_S = float(os.environ.get("PAIMON_SPARK_SWEEP_DELAY_S", "2.0"))
 
 
 @dataclass
@@ -53,6 +65,9 @@ class WritePlan:
     dynamic_overwrite: bool
     commit_user: str
     base_snapshot_id: int | None
+    # Data files of this write start with this name (Paimon option data-file.prefix),
+    # so a failed write can find files of tasks it never heard back from.
+    file_prefix: str | None = None
 
 
 class PaimonWriter(DataSourceArrowWriter):
@@ -65,6 +80,8 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def _table(self) -> Any:
         table = open_table(self.plan.opts, time_travel=False)
+        if self.plan.file_prefix:
+            table = table.copy({"data-file.prefix": self.plan.file_prefix})
         if self.plan.overwrite:
             # Paimon's default (dynamic-partition-overwrite=true) would turn a plain
             # overwrite into a partial one; decide explicitly.
@@ -116,6 +133,7 @@ class PaimonWriter(DataSourceArrowWriter):
         except BaseException:
             if self._committed_snapshot(table) is None:
                 _delete_files(table_commit, task_messages)
+                self._sweep(table)
             raise
         finally:
             table_commit.close()
@@ -140,16 +158,31 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         task_messages = _flatten(messages)
-        if not task_messages:
-            return
         table = self._table()
         if self._committed_snapshot(table) is not None:
             return  # the commit landed; these files are part of the table now
-        table_commit = self._write_builder(table).new_commit()
-        try:
-            _delete_files(table_commit, task_messages)
-        finally:
-            table_commit.close()
+        if task_messages:
+            table_commit = self._write_builder(table).new_commit()
+            try:
+                _delete_files(table_commit, task_messages)
+            finally:
+                table_commit.close()
+        self._sweep(table)
+
+    def _sweep(self, table: Any) -> None:
+        """Delete every file of this (uncommitted) write, twice: late tasks may add one."""
+        if not self.plan.file_prefix:
+            return
+        for attempt in range(2):
+            if attempt:
+                time.sleep(SECOND_SWEEP_DELAY_S)
+            try:
+                removed = _delete_with_prefix(table.file_io, table.table_path, self.plan.file_prefix)
+            except Exception:  # noqa: BLE001 - cleanup is best effort; the job already failed
+                log.exception("cleaning files of failed write %s", self.plan.commit_user)
+                return
+            if removed:
+                log.info("removed %d file(s) of failed write %s", removed, self.plan.commit_user)
 
     def _committed_snapshot(self, table: Any) -> Any | None:
         """The snapshot this write created, if any (newest first, back to the base)."""
@@ -176,3 +209,19 @@ def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:
 def _delete_files(table_commit: Any, task_messages: list[Any]) -> None:
     if task_messages:
         table_commit.abort(task_messages)
+
+
+def _delete_with_prefix(file_io: Any, path: str, prefix: str) -> int:
+    """Delete files named ``prefix*`` under the table's partition/bucket folders."""
+    removed = 0
+    for status in file_io.list_status(path):
+        name = status.base_name
+        is_dir = getattr(status, "type", None) == pafs.FileType.Directory
+        child = f"{path.rstrip('/')}/{name}"
+        if is_dir:
+            if name not in _METADATA_DIRS:
+                removed += _delete_with_prefix(file_io, child, prefix)
+        elif name.startswith(prefix):
+            file_io.delete(child)
+            removed += 1
+    return removed

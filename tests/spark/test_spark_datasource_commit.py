@@ -22,6 +22,13 @@ SCHEMA = StructType([StructField("id", LongType()), StructField("day", StringTyp
 ARROW = pa.schema([("id", pa.int64()), ("day", pa.string())])
 
 
+@pytest.fixture(autouse=True)
+def _quick_second_sweep(monkeypatch):
+    from airflow_provider_paimon.spark import writer
+
+    monkeypatch.setattr(writer, "SECOND_SWEEP_DELAY_S", 0.05)
+
+
 def _batch(start: int, n: int) -> pa.RecordBatch:
     ids = list(range(start, start + n))
     return pa.record_batch([pa.array(ids, pa.int64()), pa.array([f"d{i % 2}" for i in ids])], schema=ARROW)
@@ -62,6 +69,15 @@ def test_abort_deletes_the_files_of_successful_tasks(warehouse, probe):
     writer.abort([done, None])
     assert probe.data_files() == set()
     assert probe.snapshot_ids(T) == []
+
+
+def test_abort_also_removes_files_of_tasks_whose_result_never_arrived(warehouse, probe):
+    writer = _writer(warehouse)
+    writer.write(iter([_batch(0, 40)]))  # e.g. killed by Spark while reporting back
+    reported = writer.write(iter([_batch(40, 10)]))
+    assert len(probe.data_files()) == 4
+    writer.abort([reported, None])
+    assert probe.data_files() == set()
 
 
 def test_failing_task_removes_files_it_already_rolled(warehouse, probe):
