@@ -127,6 +127,9 @@ class PaimonScriptOperator(BaseOperator):
     :param branch: sink branch (templated); blank: main.
     :param version: ``buggy`` or ``fixed`` (templated).
     :param lineage_url: lineage store URL (templated); blank: no lineage recorded.
+    :param lineage_capture: record lineage with the Spark-side capture (the
+        ``spark.paimon.lineage.url``/``.job`` conf keys; default) instead of the job's own
+        ``--lineage-url`` call of the store API.
     :param job_name: the job's name in the lineage store and Spark (templated);
         default ``{dag_id}.{task_id}``.
     :param spark_conn_id: the Airflow ``spark`` connection.
@@ -149,11 +152,13 @@ class PaimonScriptOperator(BaseOperator):
         version: str = "fixed",
         lineage_url: str = "",
         job_name: str = "",
+        lineage_capture: bool = True,
         spark_conn_id: str = "spark_default",
         conf: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.lineage_capture = lineage_capture
         self.job = job
         self.warehouse = warehouse
         self.source = source
@@ -166,9 +171,21 @@ class PaimonScriptOperator(BaseOperator):
         self.conf = conf or {}
         self._hook: ScriptResultHook | None = None
 
+    def lineage_name(self) -> str:
+        """The job's name in Spark and in the lineage store."""
+        return self.job_name or f"{self.dag_id}.{self.task_id}"
+
+    def spark_conf(self) -> dict[str, Any]:
+        """Spark conf: the given conf, plus the capture's keys when it records lineage."""
+        conf = dict(self.conf)
+        if self.lineage_capture and (self.lineage_url or "").strip():
+            conf["spark.paimon.lineage.url"] = self.lineage_url
+            conf["spark.paimon.lineage.job"] = self.lineage_name()
+        return conf
+
     def application_args(self) -> list[str]:
         """The job's command line (after the script)."""
-        name = self.job_name or f"{self.dag_id}.{self.task_id}"
+        name = self.lineage_name()
         args = [
             "--warehouse", resolve_warehouse(self.warehouse),
             "--source", self.source,
@@ -178,7 +195,7 @@ class PaimonScriptOperator(BaseOperator):
         ]
         if (self.branch or "").strip() and self.branch != "main":
             args += ["--branch", self.branch]
-        if (self.lineage_url or "").strip():
+        if (self.lineage_url or "").strip() and not self.lineage_capture:
             args += ["--lineage-url", self.lineage_url]
         return args
 
@@ -188,9 +205,9 @@ class PaimonScriptOperator(BaseOperator):
         script = job_path(self.job)
         self._hook = ScriptResultHook(
             conn_id=self.spark_conn_id,
-            conf=dict(self.conf),
+            conf=self.spark_conf(),
             py_files=build_py_files_zip(),
-            name=self.job_name or f"{self.dag_id}.{self.task_id}",
+            name=self.lineage_name(),
             application_args=self.application_args(),
             deploy_mode="client",
         )
