@@ -23,7 +23,7 @@ Versions (the ``version`` facet = a Paimon snapshot id):
   job failed, changed nothing, or the branch is gone.
 
 Outlets: after a run that changed a table, the operator adds the ``paimon://`` asset of
-each table it wrote to its ``outlets`` (the warehouse is in the connection, which is
+each table it wrote (not for tags, which are metadata, nor a deleted branch) to its ``outlets`` (the warehouse is in the connection, which is
 not read while a DAG file is parsed), so DAGs scheduled on that asset run. Assets the
 user declared are kept and not duplicated; a run that changed nothing (``skipped``,
 ``dry_run``, nothing committed) adds none.
@@ -230,12 +230,21 @@ class PaimonOpenLineageMixin:
 
     # -- assets --
 
+    def paimon_outlet_tables(self) -> list[TableRef]:
+        """The tables whose asset this operator updates: those it writes, except where
+        nothing a reader could schedule on appears (a tag is metadata only; a deleted
+        branch has nothing left to read)."""
+        family, action = getattr(self, "job_family", ""), getattr(self, "action", "")
+        if family == "tag" or (family == "branch" and action == "delete"):
+            return []
+        return self._ol_tables("output")
+
     def paimon_assets(self) -> list[Any]:
-        """The ``paimon://`` assets of the tables this operator writes."""
+        """The ``paimon://`` assets this operator updates (see :meth:`paimon_outlet_tables`)."""
         from airflow_provider_paimon.assets import asset_for
 
         warehouse = self._ol_warehouse()
-        return [asset_for(warehouse, table, branch) for table, branch in self._ol_tables("output")]
+        return [asset_for(warehouse, table, branch) for table, branch in self.paimon_outlet_tables()]
 
     def add_paimon_outlets(self, result: dict[str, Any] | None) -> list[Any]:
         """Add the written tables' assets to ``outlets`` when the run changed them; return those added."""

@@ -21,6 +21,7 @@ from airflow_provider_paimon.lineage.openlineage import paimon_dataset
 from airflow_provider_paimon.operators.branch import (
     BranchCreateOperator,
     BranchDeleteOperator,
+    BranchRenameOperator,
     MergeBranchOperator,
     ReplaceMainBranchOperator,
 )
@@ -100,13 +101,27 @@ def test_complete_facets_carry_the_snapshot_versions(wh):
 
 
 def test_outlets_added_only_when_a_table_changed(wh):
-    op = TagCreateOperator(task_id="t", table=T, tag="t9", branch="fix")
-    assert op.add_paimon_outlets({"skipped": True}) == []
+    op = CompactionOperator(task_id="c", table=T, branch="fix")
+    assert op.add_paimon_outlets({"committed": False, "message": "nothing to compact"}) == []
+    assert op.add_paimon_outlets({"dry_run": True}) == []
     assert op.outlets == []
-    [added] = op.add_paimon_outlets({"tag": "t9", "snapshot_id": 2})
+    [added] = op.add_paimon_outlets({"committed": True, "snapshot_id": 3})
     assert added.uri == asset_uri(wh.path, T, "fix") == op.outlets[0].uri
-    assert op.add_paimon_outlets({"tag": "t9"}) == []  # not duplicated
-    assert not table_changed({"dry_run": True}) and not table_changed({"committed": False})
+    assert op.add_paimon_outlets({"committed": True, "snapshot_id": 4}) == []  # not duplicated
+    assert not table_changed({"skipped": True}) and not table_changed({"unchanged": True})
+    # tags are metadata and a deleted branch has nothing to read: no asset event
+    assert TagCreateOperator(task_id="t", table=T, tag="t9").add_paimon_outlets({"snapshot_id": 3}) == []
+    assert BranchDeleteOperator(task_id="d", table=T, branch="fix").add_paimon_outlets({"deleted": True}) == []
+
+
+def test_rename_reads_the_old_branch_and_names_it_in_the_lifecycle_facet(wh):
+    op = BranchRenameOperator(task_id="r", table=T, branch="fix", new_name="fix2")
+    lineage = op.get_openlineage_facets_on_start()
+    assert _ids(lineage.inputs) == [_expected(wh, "fix")]
+    assert _ids(lineage.outputs) == [_expected(wh, "fix2")]
+    facet = lineage.outputs[0].facets["lifecycleStateChange"]
+    assert facet.lifecycleStateChange.value == "RENAME"
+    assert (facet.previousIdentifier.namespace, facet.previousIdentifier.name) == _expected(wh, "fix")
 
 
 def test_provider_adapter_builds_valid_events(wh):
@@ -150,7 +165,7 @@ import os
 from airflow.sdk import DAG, task
 
 from airflow_provider_paimon.assets import asset_for
-from airflow_provider_paimon.operators.tag import TagCreateOperator
+from airflow_provider_paimon.operators.compaction import CompactionOperator
 
 WAREHOUSE = {warehouse!r}
 
@@ -168,13 +183,13 @@ class _RecordedJob:
         pass
 
 
-class RecordingTagCreate(TagCreateOperator):
+class RecordingCompaction(CompactionOperator):
     def make_job_hook(self, context):
         hook = super().make_job_hook(context)
         with open(os.environ["PAIMON_OL_RECORD"], "w") as f:
             json.dump({{"conf": hook._conf, "command": hook.build_command()}}, f)
-        return _RecordedJob({{"command": "create", "table": self.table, "tag": self.tag,
-                              "branch": "main", "snapshot_id": 3}})
+        return _RecordedJob({{"committed": True, "snapshot_id": 4, "files_before": 3,
+                              "files_after": 1, "bins": 1, "duration_s": 0.1}})
 
 
 with DAG("paimon_ol_consumer", schedule=[asset_for(WAREHOUSE, "db.events")],
@@ -186,7 +201,7 @@ with DAG("paimon_ol_consumer", schedule=[asset_for(WAREHOUSE, "db.events")],
     react()
 
 with DAG("paimon_ol_producer", schedule=None) as producer:
-    RecordingTagCreate(task_id="tag_it", table="db.events", tag="t_ol")
+    RecordingCompaction(task_id="compact_it", table="db.events")
 '''
 
 
@@ -222,7 +237,7 @@ def test_dag_run_emits_valid_events_and_links_spark_to_the_task(wh, airflow_db, 
 
     for event in events:
         validate_event(event, allow_unknown_facets=True)
-    task_events = {e["eventType"]: e for e in events if e["job"]["name"] == "paimon_ol_producer.tag_it"}
+    task_events = {e["eventType"]: e for e in events if e["job"]["name"] == "paimon_ol_producer.compact_it"}
     assert {"START", "COMPLETE"} <= set(task_events), [(e["job"]["name"], e["eventType"]) for e in events]
     complete = task_events["COMPLETE"]
     # the task's own parent facet names the DAG run: the Spark run's root must be the same
@@ -230,7 +245,8 @@ def test_dag_run_emits_valid_events_and_links_spark_to_the_task(wh, airflow_db, 
     root_run_id = (dag_run.get("root") or dag_run)["run"]["runId"]
     assert complete["job"]["namespace"] == "airflow-test"
     assert [(d["namespace"], d["name"]) for d in complete["outputs"]] == [_expected(wh)]
-    assert complete["outputs"][0]["facets"]["version"]["datasetVersion"] == "3"
+    assert complete["outputs"][0]["facets"]["version"]["datasetVersion"] == "4"
+    assert complete["inputs"][0]["facets"]["version"]["datasetVersion"] == "3"
     assert [f["name"] for f in complete["inputs"][0]["facets"]["schema"]["fields"]] == ["id", "dt", "v"]
     assert SECRET not in json.dumps(events)
 
@@ -238,7 +254,7 @@ def test_dag_run_emits_valid_events_and_links_spark_to_the_task(wh, airflow_db, 
     conf = recorded["conf"]
     assert set(PARENT_KEYS) | set(ROOT_KEYS) <= set(conf)
     assert conf["spark.openlineage.parentJobNamespace"] == "airflow-test"
-    assert conf["spark.openlineage.parentJobName"] == "paimon_ol_producer.tag_it"
+    assert conf["spark.openlineage.parentJobName"] == "paimon_ol_producer.compact_it"
     assert conf["spark.openlineage.parentRunId"] == complete["run"]["runId"]
     assert conf["spark.openlineage.rootParentJobName"] == "paimon_ol_producer"
     assert conf["spark.openlineage.rootParentRunId"] == root_run_id
@@ -255,7 +271,7 @@ def test_dag_run_emits_valid_events_and_links_spark_to_the_task(wh, airflow_db, 
         sources = session.execute(
             select(AssetEvent.source_dag_id, AssetEvent.source_task_id).where(AssetEvent.asset_id == asset.id)
         ).all()
-        assert ("paimon_ol_producer", "tag_it") in [tuple(s) for s in sources]
+        assert ("paimon_ol_producer", "compact_it") in [tuple(s) for s in sources]
         queued = session.scalars(
             select(AssetDagRunQueue.target_dag_id).where(AssetDagRunQueue.asset_id == asset.id)
         ).all()
