@@ -127,6 +127,9 @@ class BranchRenameOperator(_BranchOperator):
             self.fail(f"branch {self.new_name!r} already exists on {self.table}")
         return None
 
+    def input_tables(self) -> list[tuple[str, str | None]]:
+        return [(self.table, self.branch)]
+
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, self.new_name)]
 
