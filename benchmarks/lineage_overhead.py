@@ -13,8 +13,8 @@ micro-batch (``max-snapshots-per-trigger=1``, ``processingTime`` trigger of 1 s,
 
 Per batch time is Spark's own ``triggerExecution`` duration from the query progress;
 the first batch of each query and ``--warmup`` whole uncounted queries are dropped.
-Baseline and captured runs alternate for ``--rounds`` rounds, so machine load drifts
-into all of them. Prints the median per-batch
+Baseline and captured runs alternate for ``--rounds`` rounds, in a rotating order, so
+machine load drifts into all of them. Prints the median per-batch
 time per configuration and its ratio to the baseline (goal: <= 1.05).
 
     python benchmarks/lineage_overhead.py --batches 8 --rows 10000 --rounds 2
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -181,7 +182,8 @@ def main() -> None:
                 run_query(spark, warehouse, args.batches + 1, os.path.join(work, f"ckpt-warmup-{w}"))
             print(f"warm-up {w + 1} done", flush=True)
         for r in range(args.rounds):
-            for config in configs:
+            shift = r % len(configs)  # rotate the order: no config always runs first
+            for config in configs[shift:] + configs[:shift]:
                 with conf_keys(spark, conf_for(config)):
                     capture = enable_lineage_capture(spark) if config != "off" else None
                     try:
@@ -204,6 +206,7 @@ def main() -> None:
         receiver.stop()
         if "mariadb" in configs:
             drop_mysql_database(args.mysql_url, mysql_database)
+        shutil.rmtree(work, ignore_errors=True)
 
     base = _median(results.get("off", []))
     print()
