@@ -35,6 +35,23 @@ def _states(run) -> dict[str, str]:
         return {ti.task_id: ti.state for ti in run.get_task_instances(session=session)}
 
 
+def _xcom(run, task_id: str):
+    """The task's return value in this run, from the metadata DB."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        value = session.scalars(
+            select(XComModel.value).where(
+                XComModel.run_id == run.run_id,
+                XComModel.task_id == task_id,
+                XComModel.key == "return_value",
+            )
+        ).first()
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
 def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airflow_db, tmp_path):
     from correction_tasks import load_job_module, paimon_hook_for, read_rows
 
@@ -70,6 +87,10 @@ def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airf
     assert job.verify(ORDERS, old_main), "the backup holds the old (buggy) main"
     assert hook.tag_exists("db.orders_enriched", "before_fix1")
     assert hook.get_latest_snapshot_id("db.orders_enriched") > main_before
+
+    job_result = _xcom(run, "run_corrected_job")
+    assert job_result["lineage"] == "capture", job_result  # the Spark-side capture recorded it
+    assert job_result["branch"] == "fix1" and job_result["source_snapshot_id"] == 1
 
     with LineageStore.from_url(lineage_url) as store:
         sources = store.source_data_lineages(job="enrich_orders.fixed.fix1")
