@@ -6,10 +6,14 @@ reachable, so a CI run can never pass by silently skipping the MySQL/PostgreSQL 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -19,13 +23,26 @@ POSTGRES_ROOT_URL = os.environ.get(
     "PAIMON_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 )
 
-# Airflow reads its configuration when first imported: give every test run a throwaway
-# AIRFLOW_HOME with a SQLite metadata DB, so no test touches ~/airflow. (tests/airflow's
-# conftest sets its own before any test module imports Airflow.)
+# Airflow reads its configuration when first imported, so ONE throwaway AIRFLOW_HOME
+# (SQLite metadata DB, an empty DAGs folder tests may write into) is set here, before
+# any test module imports Airflow; every test folder shares it.
+REPO = Path(__file__).resolve().parents[1]
+REPO_DAGS = REPO / "dags"
+VENV_BIN = str(Path(sys.executable).parent)
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="paimon-tests-airflow-")
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(_AIRFLOW_HOME, "dags")
 os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+os.environ["PAIMON_PY_FILES_CACHE_DIR"] = os.path.join(_AIRFLOW_HOME, "pyfiles")
+# spark-submit and airflow (from the venv) must be on PATH for SparkSubmitHook.
+os.environ["PATH"] = VENV_BIN + os.pathsep + os.environ.get("PATH", "")
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The example DAGs import their helper module the way Airflow would (DAGs folder on sys.path).
+if str(REPO_DAGS) not in sys.path:
+    sys.path.insert(0, str(REPO_DAGS))
 
 # Spark's Python workers must run this interpreter (it has pyarrow and pypaimon).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -91,3 +108,13 @@ def postgres_server_url() -> str:
 def unique_name() -> str:
     """A short unique name for databases/schemas a test creates on a shared server."""
     return "t_" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> str:
+    """Migrate the session's Airflow metadata DB once (``dag.test()`` needs it)."""
+    subprocess.run(
+        [os.path.join(VENV_BIN, "airflow"), "db", "migrate"],
+        check=True, capture_output=True, env=dict(os.environ), timeout=600,
+    )
+    return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]

@@ -1,9 +1,8 @@
 """Real Airflow, real spark-submit, a real Spark standalone cluster, tables written by pypaimon.
 
-Airflow reads its configuration when first imported, so the temp AIRFLOW_HOME and the
-SQLite metadata DB are set here at import time, before any test module imports Airflow.
-The metadata DB is migrated once (``airflow db migrate``) only for tests that need it
-(``dag.test()``). Connections come from ``AIRFLOW_CONN_*`` environment variables.
+The temp AIRFLOW_HOME and its SQLite metadata DB are the session's (tests/conftest.py,
+set before any test module imports Airflow; its ``airflow_db`` fixture migrates the DB
+once for the tests that need it). Connections come from ``AIRFLOW_CONN_*`` variables.
 
 No ``__init__.py`` in this folder on purpose: a package named ``airflow`` under
 ``tests`` would shadow the real one.
@@ -11,14 +10,12 @@ No ``__init__.py`` in this folder on purpose: a package named ``airflow`` under
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -26,21 +23,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-_AIRFLOW_HOME = tempfile.mkdtemp(prefix="paimon-test-airflow-home-")
-atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)
-os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
-os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(_AIRFLOW_HOME, "dags")
-os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
-os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
-
+# AIRFLOW_HOME, PATH, PYSPARK_PYTHON and the py-files cache are set for the whole
+# session in tests/conftest.py (one Airflow environment for every test folder).
 VENV_BIN = str(Path(sys.executable).parent)
-# spark-submit (from the pyspark wheel) must be on PATH for SparkSubmitHook.
-os.environ["PATH"] = VENV_BIN + os.pathsep + os.environ.get("PATH", "")
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-os.environ["PAIMON_PY_FILES_CACHE_DIR"] = os.path.join(_AIRFLOW_HOME, "pyfiles")
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
 SECRET = "s3cr3t-Hunter2-value"
@@ -138,19 +123,6 @@ def wh(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> Warehouse:
     )
     set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
     return w
-
-
-@pytest.fixture(scope="session")
-def airflow_db() -> str:
-    """Migrate the temp AIRFLOW_HOME's SQLite DB once (needed by ``dag.test()``)."""
-    subprocess.run(
-        [os.path.join(VENV_BIN, "airflow"), "db", "migrate"],
-        check=True,
-        capture_output=True,
-        env=dict(os.environ),
-        timeout=300,
-    )
-    return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
 
 
 def _free_port() -> int:

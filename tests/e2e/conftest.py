@@ -1,18 +1,15 @@
-"""End-to-end fixtures: a temp AIRFLOW_HOME whose DAGs folder is the repo's ``dags/``.
+"""End-to-end fixtures: the example DAGs run against real local Spark.
 
-Airflow reads its configuration when first imported, so the environment is set here
-at import time, before any test module imports Airflow. No ``__init__.py`` in this
-folder (a test package must not shadow real modules); run these tests on their own
-(``pytest tests/e2e``): tests/airflow's conftest sets a different AIRFLOW_HOME.
+No ``__init__.py`` in this folder (a test package must not shadow real modules). The
+Airflow environment is the session's (tests/conftest.py); DAG files are imported from
+the repo's ``dags/``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,23 +17,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DAGS = REPO / "dags"
-_AIRFLOW_HOME = tempfile.mkdtemp(prefix="paimon-e2e-airflow-home-")
-os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
-os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
-os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
-os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+# AIRFLOW_HOME, PATH, PYSPARK_PYTHON, the py-files cache and dags/ on sys.path are set
+# for the whole session in tests/conftest.py; the connection to local Spark is ours.
 VENV_BIN = str(Path(sys.executable).parent)
-os.environ["PATH"] = VENV_BIN + os.pathsep + os.environ.get("PATH", "")
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-os.environ["PAIMON_PY_FILES_CACHE_DIR"] = os.path.join(_AIRFLOW_HOME, "pyfiles")
-os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps(
-    {"conn_type": "spark", "host": "local[2]"}
-)
-if str(DAGS) not in sys.path:  # Airflow does this for the DAGs folder; imports here need it too
-    sys.path.insert(0, str(DAGS))
+os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
 
 SOURCE = pa.schema([("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64())])
 SINK = pa.schema(
@@ -82,11 +66,3 @@ def orders_warehouse(tmp_path: Path) -> str:
     return warehouse
 
 
-@pytest.fixture(scope="session")
-def airflow_db() -> str:
-    """Migrate the temp AIRFLOW_HOME's SQLite DB once (``dag.test()`` needs it)."""
-    subprocess.run(
-        [os.path.join(VENV_BIN, "airflow"), "db", "migrate"],
-        check=True, capture_output=True, env=dict(os.environ), timeout=300,
-    )
-    return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
