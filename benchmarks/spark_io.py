@@ -52,11 +52,11 @@ def write_parquet(df, path: str) -> None:
     df.write.mode("overwrite").parquet(path)
 
 
-def write_paimon(df, warehouse: str) -> None:
+def write_paimon(df, warehouse: str, options: dict[str, str]) -> None:
     (
         df.write.format("paimon").mode("append")
         .option("warehouse", warehouse).option("table", "bench.events")
-        .option("create-table", "true").save()
+        .option("create-table", "true").options(**options).save()
     )
 
 
@@ -71,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=4, help="Spark partitions of the input")
     ap.add_argument("--master", default=None)
+    ap.add_argument("--paimon-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="table option for the paimon side, e.g. file.compression=snappy "
+                         "(Paimon writes zstd by default, Spark's Parquet snappy)")
     args = ap.parse_args(argv)
 
+    paimon_options = dict(kv.split("=", 1) for kv in args.paimon_option)
     spark = local_session("benchmark-spark-io", master=args.master)
     workdir = tempfile.mkdtemp(prefix="spark-io-")
     try:
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             wh = os.path.join(workdir, f"warehouse-{rep}")
             times = {}
             times["write", "parquet"], _ = timed(write_parquet, df, pq_path)
-            times["write", "paimon"], _ = timed(write_paimon, df, wh)
+            times["write", "paimon"], _ = timed(write_paimon, df, wh, paimon_options)
             pq = spark.read.parquet(pq_path)
             pm = spark.read.format("paimon").option("warehouse", wh).option("table", "bench.events").load()
             times["read", "parquet"], pq_hash = timed(full_scan, pq)
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(wh, ignore_errors=True)
 
         print(f"\nrows={args.rows:,} columns=10 repeat={args.repeat} input partitions={args.partitions} "
-              f"master={spark.sparkContext.master} cpus={os.cpu_count()}")
+              f"master={spark.sparkContext.master} cpus={os.cpu_count()} paimon options={paimon_options}")
         print(f"{'op':<6} {'side':<8} {'best s':>8} {'median s':>9} {'rows/s (best)':>15}")
         for op, sides in results.items():
             for side, times in sides.items():
