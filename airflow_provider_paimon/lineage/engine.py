@@ -91,8 +91,14 @@ def create_store_engine(url: URL, database: str, options: dict[str, Any] | None 
 
 
 def create_mysql_database(url: URL, database: str) -> None:
-    """Create the system database on the MySQL server of ``url`` if it is missing."""
-    engine = sa.create_engine(url, connect_args={"connect_timeout": 10, "charset": "utf8mb4"})
+    """Create the system database on the MySQL server of ``url`` if it is missing.
+
+    Connects without a default database: the URL may name the very database that is
+    missing (``mysql+pymysql://host/paimon``), and MySQL refuses such a connection.
+    """
+    engine = sa.create_engine(
+        url._replace(database=None), connect_args={"connect_timeout": 10, "charset": "utf8mb4"}
+    )
     try:
         with engine.connect() as conn, named_lock(conn, "mysql", f"create:{database}"):
             exists = conn.execute(

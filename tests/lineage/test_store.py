@@ -236,3 +236,22 @@ def test_postgres_schema_name_keeps_its_case(postgres_server_url, unique_name):
             assert len(store.source_data_lineages()) == 1
     finally:
         drop_target(target)
+
+
+def test_mysql_url_naming_a_missing_database_creates_it(mysql_server_url, unique_name):
+    """``mysql+pymysql://host/paimon`` works on first use although ``paimon`` is missing."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
+
+    url = make_url(mysql_server_url).set(database=unique_name)
+    try:
+        with LineageStore.from_url(url.render_as_string(hide_password=False), database=unique_name) as store:
+            store.record_batch("j", 1, [SnapshotRef("a", "b", 1)], [SnapshotRef("c", "d", 2)])
+            assert [r.snapshot_id for r in store.sink_data_lineages(job="j")] == [2]
+    finally:
+        engine = sa.create_engine(mysql_server_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{unique_name}`")
+        engine.dispose()
