@@ -43,14 +43,24 @@ def _seeded_store(path: Path) -> str:
     return url
 
 
-def test_sql_sample_runs_verbatim(tmp_path):
-    url = _seeded_store(tmp_path / "lineage.db")
-    (sql,) = _blocks("sql")
-    engine = sa.create_engine(url)
-    with engine.connect() as conn:
-        rows = conn.exec_driver_sql(sql.strip().rstrip(";").split("\n", 1)[1]).fetchall()
-    engine.dispose()
-    assert [tuple(r) for r in rows] == [("dw", "orders", 12)]
+def test_sql_sample_runs_verbatim_on_mysql(mysql_server_url, unique_name):
+    """The seed's query (as in the README) on the MySQL store, the seed's own backend."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(mysql_server_url).set(database=unique_name).render_as_string(hide_password=False)
+    store = LineageStore.from_url(url, database=unique_name)
+    try:
+        store.record_batch("nightly_load", 7, [SnapshotRef("dw", "orders", 12)], [SnapshotRef("myDatabase", "myTable", 123)])
+        (sql,) = _blocks("sql")
+        with store.engine.connect() as conn:
+            rows = conn.exec_driver_sql(sql.strip().rstrip(";").split("\n", 1)[1]).fetchall()
+        assert [tuple(r) for r in rows] == [("dw", "orders", 12)]
+    finally:
+        store.close()
+        engine = sa.create_engine(mysql_server_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{unique_name}`")
+        engine.dispose()
 
 
 def test_cli_samples_run(tmp_path):
