@@ -66,3 +66,17 @@ def orders_warehouse(tmp_path: Path) -> str:
     return warehouse
 
 
+
+
+@pytest.fixture(autouse=True)
+def _repo_dags_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example DAGs live in the repo's dags/: make it the DAGs folder for these tests.
+
+    ``dag.test()`` serializes a DAG only when its file is inside the configured DAGs
+    folder (the session's default is an empty temp folder other tests write into).
+    """
+    import airflow.settings
+
+    monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(DAGS))
+    # The default dags-folder bundle reads settings.DAGS_FOLDER, fixed at import time.
+    monkeypatch.setattr(airflow.settings, "DAGS_FOLDER", str(DAGS))
