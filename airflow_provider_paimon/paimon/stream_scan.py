@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidArgumentError, SnapshotNotFoundError
+from .option_values import int_option
 
 # scan.mode values (Paimon's names). "full" is Paimon's deprecated alias of latest-full.
 SCAN_MODES = (
@@ -114,19 +115,6 @@ class StreamScanConfig:
     read_overwrite: bool = False
 
 
-def _int_option(options: Mapping[str, str], key: str, minimum: int) -> int | None:
-    raw = options.get(key)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise InvalidArgumentError(f"option {key!r} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise InvalidArgumentError(f"option {key!r} must be >= {minimum}, got {value}")
-    return value
-
-
 def parse_stream_scan_config(options: Mapping[str, str]) -> StreamScanConfig:
     """Read ``scan.*`` and rate-limit options; resolve ``default`` as Paimon does."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
@@ -139,9 +127,9 @@ def parse_stream_scan_config(options: Mapping[str, str]) -> StreamScanConfig:
         raise InvalidArgumentError(
             f"scan.mode {mode!r} is unknown; use one of: {', '.join(SCAN_MODES)}"
         )
-    snapshot_id = _int_option(opts, "scan.snapshot-id", 1)
-    timestamp = _int_option(opts, "scan.timestamp-millis", 0)
-    creation = _int_option(opts, "scan.file-creation-time-millis", 0)
+    snapshot_id = int_option(opts, "scan.snapshot-id", 1)
+    timestamp = int_option(opts, "scan.timestamp-millis", 0)
+    creation = int_option(opts, "scan.file-creation-time-millis", 0)
     given = [k for k, v in (("scan.snapshot-id", snapshot_id), ("scan.timestamp-millis", timestamp),
                             ("scan.file-creation-time-millis", creation)) if v is not None]
     if mode == "default":
@@ -179,8 +167,8 @@ def parse_stream_scan_config(options: Mapping[str, str]) -> StreamScanConfig:
         snapshot_id=snapshot_id,
         timestamp_millis=timestamp,
         file_creation_time_millis=creation,
-        max_snapshots_per_trigger=_int_option(opts, "max-snapshots-per-trigger", 1),
-        max_files_per_trigger=_int_option(opts, "max-files-per-trigger", 1),
+        max_snapshots_per_trigger=int_option(opts, "max-snapshots-per-trigger", 1),
+        max_files_per_trigger=int_option(opts, "max-files-per-trigger", 1),
         read_overwrite=raw_overwrite == "true",
     )
 

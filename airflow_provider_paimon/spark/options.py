@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from airflow_provider_paimon.paimon.catalog import CATALOG_OPTION_PREFIXES
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.option_values import bool_option, int_option
 
 # Options this data source interprets itself; they never reach Paimon as table options.
 OWN_OPTIONS = frozenset(
@@ -43,35 +44,6 @@ OWN_OPTIONS = frozenset(
 )
 
 OVERWRITE_MODES = ("static", "dynamic")
-_TRUE = ("true", "1", "yes")
-_FALSE = ("false", "0", "no")
-
-
-def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = options.get(key)
-    if raw is None or str(raw).strip() == "":
-        return default
-    value = str(raw).strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise InvalidArgumentError(f"option {key!r} must be 'true' or 'false', got {raw!r}")
-
-
-def _int(options: Mapping[str, str], key: str, minimum: int = 0) -> int | None:
-    raw = options.get(key)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise InvalidArgumentError(f"option {key!r} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise InvalidArgumentError(f"option {key!r} must be >= {minimum}, got {value}")
-    return value
-
-
 def _names(options: Mapping[str, str], key: str) -> list[str]:
     raw = options.get(key)
     if raw is None:
@@ -155,7 +127,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
             "option 'table' is missing: add .option('table', 'database.table')"
         )
     parse_table_name(table)
-    snapshot_id = _int(opts, "snapshot-id", minimum=1)
+    snapshot_id = int_option(opts, "snapshot-id", minimum=1)
     tag = opts.get("tag", "").strip() or None
     if snapshot_id is not None and tag is not None:
         raise InvalidArgumentError(
@@ -190,16 +162,16 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         tag=tag,
         catalog_options=catalog_options,
         table_options=table_options,
-        create_table=_bool(opts, "create-table", False),
+        create_table=bool_option(opts, "create-table", False),
         partition_keys=_names(opts, "partition-keys"),
         primary_keys=_names(opts, "primary-keys"),
         overwrite_mode=mode,
         overwrite_partition=overwrite_partition,
-        precommit_compact=_bool(opts, "precommit-compact", False),
+        precommit_compact=bool_option(opts, "precommit-compact", False),
         columns=_names(opts, "columns"),
-        min_partitions=_int(opts, "read.min-partitions", minimum=1),
-        partition_target_size=_int(opts, "read.partition-target-size", minimum=1),
-        filter_pushdown=_bool(opts, "filter-pushdown", True),
+        min_partitions=int_option(opts, "read.min-partitions", minimum=1),
+        partition_target_size=int_option(opts, "read.partition-target-size", minimum=1),
+        filter_pushdown=bool_option(opts, "filter-pushdown", True),
         event_listeners=_names(opts, "event-listeners"),
         event_log=opts.get("event-log", "").strip() or None,
         raw=opts,
