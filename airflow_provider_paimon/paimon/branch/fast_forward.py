@@ -49,7 +49,7 @@ from ..snapshots import (
     write_hints,
 )
 from ._common import require_branch
-from .journal import describe, read_journal, remove_journal, write_journal
+from .journal import remove_journal, resumable_plan, write_journal
 
 OP = "fast_forward"
 
@@ -58,15 +58,9 @@ def fast_forward(table: Any, branch: str) -> dict[str, Any]:
     """Fast-forward main of ``table`` to ``branch``; rerun after a crash to finish."""
     layout = TableLayout.of(table)
     validate_branch_name(branch)
-    journal = read_journal(layout)
-    resumed = journal is not None
-    if journal is not None:
-        if journal.get("op") != OP or journal.get("branch") != branch:
-            raise ConcurrentModificationError(
-                f"another branch operation is pending: {describe(journal)}; rerun it to finish first"
-            )
-        plan = journal["plan"]
-    else:
+    plan = resumable_plan(layout, OP, branch)
+    resumed = plan is not None
+    if plan is None:
         require_branch(layout, branch)
         plan = make_plan(layout, branch)
         write_journal(layout, {"op": OP, "branch": branch, "started": _now(), "plan": plan})

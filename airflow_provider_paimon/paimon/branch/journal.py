@@ -29,6 +29,21 @@ def read_journal(layout: TableLayout) -> dict[str, Any] | None:
     return json.loads(text) if text else None
 
 
+def resumable_plan(layout: TableLayout, op: str, branch: str) -> dict[str, Any] | None:
+    """The plan of an unfinished run of this same operation (``None`` when none is pending).
+
+    Any other pending operation is refused: two multi-step changes must not interleave.
+    """
+    journal = read_journal(layout)
+    if journal is None:
+        return None
+    if journal.get("op") != op or journal.get("branch") != branch:
+        raise ConcurrentModificationError(
+            f"another branch operation is pending: {describe(journal)}; rerun it to finish first"
+        )
+    return journal["plan"]
+
+
 def pending_operation(table: Any) -> dict[str, Any] | None:
     """The unfinished fast-forward / replace-main of ``table``, if any (else ``None``).
 

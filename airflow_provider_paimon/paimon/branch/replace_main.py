@@ -49,7 +49,7 @@ from ..snapshots import (
 )
 from ._common import require_branch
 from .create import plan_branch_files, publish_branch
-from .journal import describe, read_journal, remove_journal, write_journal
+from .journal import remove_journal, resumable_plan, write_journal
 
 OP = "replace_main"
 BACKUP_KINDS = ("branch", "tag")
@@ -71,15 +71,9 @@ def replace_main(
     """Make main of ``table`` read as ``branch``; rerun after a crash to finish."""
     layout = TableLayout.of(table)
     validate_branch_name(branch)
-    journal = read_journal(layout)
-    resumed = journal is not None
-    if journal is not None:
-        if journal.get("op") != OP or journal.get("branch") != branch:
-            raise ConcurrentModificationError(
-                f"another branch operation is pending: {describe(journal)}; rerun it to finish first"
-            )
-        plan = journal["plan"]
-    else:
+    plan = resumable_plan(layout, OP, branch)
+    resumed = plan is not None
+    if plan is None:
         require_branch(layout, branch)
         done = already_replaced(layout, branch)
         if done is not None:
