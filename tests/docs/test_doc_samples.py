@@ -85,3 +85,29 @@ def test_sensor_page():
     (block,) = _python_blocks("sensor.md")
     ns = _run(block, "sensor.md", {})
     assert ns["wait"].deferrable and ns["wait"].branch == "fix_2026_11"
+
+
+def test_lineage_capture_page(spark, warehouse, tmp_path):
+    from airflow_provider_paimon.lineage import LineageStore
+
+    orders = spark.createDataFrame([(1, 9.5), (2, 3.0)], "id BIGINT, amount DOUBLE")
+    for table, frame in (("sales.orders", orders), ("sales.orders_copy", orders.limit(0))):
+        (frame.write.format("paimon").option("warehouse", warehouse).option("table", table)
+         .option("create-table", "true").mode("append").save())
+    store_path = tmp_path / "lineage.db"
+    (block,) = _python_blocks("lineage_capture.md")
+    code = block.replace("file:///data/warehouse", Path(warehouse).as_uri()).replace(
+        "sqlite:////tmp/lineage.db", f"sqlite:///{store_path}"
+    )
+    try:
+        _run(code, "lineage_capture.md", {"spark": spark})
+    finally:  # the sample sets session conf; later tests must not capture
+        for key in ("spark.paimon.lineage.url", "spark.paimon.lineage.job"):
+            spark.conf.unset(key)
+    store = LineageStore.from_url(f"sqlite:///{store_path}")
+    try:
+        assert [(t.job, t.table) for t in store.source_table_lineages()] == [("orders.copy", "orders")]
+        assert [(t.job, t.table) for t in store.sink_table_lineages()] == [("orders.copy", "orders_copy")]
+        assert len(store.sink_data_lineages(job="orders.copy")) == 1
+    finally:
+        store.close()
