@@ -54,9 +54,13 @@ def write_parquet(df, path: str) -> None:
 
 def write_paimon(df, warehouse: str, options: dict[str, str]) -> None:
     (
-        df.write.format("paimon").mode("append")
-        .option("warehouse", warehouse).option("table", "bench.events")
-        .option("create-table", "true").options(**options).save()
+        df.write.format("paimon")
+        .mode("append")
+        .option("warehouse", warehouse)
+        .option("table", "bench.events")
+        .option("create-table", "true")
+        .options(**options)
+        .save()
     )
 
 
@@ -71,9 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=4, help="Spark partitions of the input")
     ap.add_argument("--master", default=None)
-    ap.add_argument("--paimon-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="table option for the paimon side, e.g. file.compression=snappy "
-                         "(Paimon writes zstd by default, Spark's Parquet snappy)")
+    ap.add_argument(
+        "--paimon-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="table option for the paimon side, e.g. file.compression=snappy "
+        "(Paimon writes zstd by default, Spark's Parquet snappy)",
+    )
     args = ap.parse_args(argv)
 
     paimon_options = dict(kv.split("=", 1) for kv in args.paimon_option)
@@ -82,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         df = make_df(spark, args.rows, args.partitions).cache()
         df.count()
-        results: dict[str, dict[str, list[float]]] = {"write": {"paimon": [], "parquet": []},
-                                                      "read": {"paimon": [], "parquet": []}}
+        results: dict[str, dict[str, list[float]]] = {
+            "write": {"paimon": [], "parquet": []},
+            "read": {"paimon": [], "parquet": []},
+        }
         for rep in range(-1, args.repeat):  # rep -1 warms up both sides (untimed)
             pq_path = os.path.join(workdir, f"parquet-{rep}")
             wh = os.path.join(workdir, f"warehouse-{rep}")
@@ -91,11 +102,19 @@ def main(argv: list[str] | None = None) -> int:
             times["write", "parquet"], _ = timed(write_parquet, df, pq_path)
             times["write", "paimon"], _ = timed(write_paimon, df, wh, paimon_options)
             pq = spark.read.parquet(pq_path)
-            pm = spark.read.format("paimon").option("warehouse", wh).option("table", "bench.events").load()
+            pm = (
+                spark.read.format("paimon")
+                .option("warehouse", wh)
+                .option("table", "bench.events")
+                .load()
+            )
             times["read", "parquet"], pq_hash = timed(full_scan, pq)
             times["read", "paimon"], pm_hash = timed(full_scan, pm)
-            print(f"rep {rep}: " + ", ".join(f"{op} {side} {t:.2f}s" for (op, side), t in times.items()),
-                  flush=True)
+            print(
+                f"rep {rep}: "
+                + ", ".join(f"{op} {side} {t:.2f}s" for (op, side), t in times.items()),
+                flush=True,
+            )
             if rep >= 0:
                 for (op, side), t in times.items():
                     results[op][side].append(t)
@@ -105,16 +124,33 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(pq_path, ignore_errors=True)
             shutil.rmtree(wh, ignore_errors=True)
 
-        print(f"\nrows={args.rows:,} columns=10 repeat={args.repeat} input partitions={args.partitions} "
-              f"master={spark.sparkContext.master} cpus={os.cpu_count()} paimon options={paimon_options}")
+        print(
+            f"\nrows={args.rows:,} columns=10 repeat={args.repeat} input partitions={args.partitions} "
+            f"master={spark.sparkContext.master} cpus={os.cpu_count()} paimon options={paimon_options}"
+        )
+        codec = paimon_options.get("file.compression", "zstd (Paimon's default)")
+        parquet_codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy")
+        print(
+            f"codecs: paimon {codec}, Spark Parquet {parquet_codec}"
+            + (
+                ""
+                if codec == parquet_codec
+                else " (not like-for-like: pass --paimon-option file.compression=snappy for that)"
+            )
+            + f"; load average {os.getloadavg()[0]:.1f}"
+        )
         print(f"{'op':<6} {'side':<8} {'best s':>8} {'median s':>9} {'rows/s (best)':>15}")
         for op, sides in results.items():
             for side, times in sides.items():
-                print(f"{op:<6} {side:<8} {min(times):>8.2f} {statistics.median(times):>9.2f} "
-                      f"{args.rows / min(times):>15,.0f}")
+                print(
+                    f"{op:<6} {side:<8} {min(times):>8.2f} {statistics.median(times):>9.2f} "
+                    f"{args.rows / min(times):>15,.0f}"
+                )
             ratio = min(sides["parquet"]) / min(sides["paimon"])
-            print(f"{op:<6} ratio paimon/parquet throughput (best): {ratio:.2f}x "
-                  f"(median: {statistics.median(sides['parquet']) / statistics.median(sides['paimon']):.2f}x)")
+            print(
+                f"{op:<6} ratio paimon/parquet throughput (best): {ratio:.2f}x "
+                f"(median: {statistics.median(sides['parquet']) / statistics.median(sides['paimon']):.2f}x)"
+            )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()

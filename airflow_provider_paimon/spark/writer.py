@@ -2,7 +2,9 @@
 
 Each Spark task opens the table, writes its Arrow batches with pypaimon's batch
 writer (files land under the table's bucket folders, invisible until committed) and
-returns the pypaimon ``CommitMessage`` list describing them. When every task has
+returns the pypaimon ``CommitMessage`` list describing them. Plain append tables
+(unpartitioned, no buckets, Parquet) take a faster path, ``fast_append``, that
+writes the same files and metadata directly with pyarrow. When every task has
 succeeded Spark calls ``commit`` once on the driver with all messages, and a single
 pypaimon commit publishes them: one Spark write = one snapshot, all or nothing.
 
@@ -32,7 +34,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from . import commit_events
+from . import commit_events, fast_append, lineage_guard
 from .options import PaimonOptions
 from .tables import open_table
 from .types import conform_batch
@@ -40,7 +42,17 @@ from .types import conform_batch
 log = logging.getLogger(__name__)
 
 # Folders of a table that never hold this write's data files.
-_METADATA_DIRS = ("snapshot", "schema", "manifest", "tag", "branch", "index", "consumer", "changelog", "statistics")
+_METADATA_DIRS = (
+    "snapshot",
+    "schema",
+    "manifest",
+    "tag",
+    "branch",
+    "index",
+    "consumer",
+    "changelog",
+    "statistics",
+)
 # On failure, sweep again after this long: tasks Spark is still cancelling may
 # finish a file after the first sweep.
 SECOND_SWEEP_DELAY_S = float(os.environ.get("PAIMON_SPARK_SWEEP_DELAY_S", "2.0"))
@@ -100,26 +112,34 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         table = self._table()
-        table_write = self._write_builder(table).new_write()
         target = self.plan.table_arrow_schema
+        writer: Any
+        if fast_append.unsupported_reason(table) is None:
+            # plain append table: Parquet files written by ``fast_append`` (same metadata)
+            writer = fast_append.FastAppendWriter(table, target)
+            write_batch = writer.write
+        else:
+            writer = self._write_builder(table).new_write()
+            write_batch = writer.write_arrow
         rows = 0
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                table_write.write_arrow(conform_batch(batch, target))
+                write_batch(conform_batch(batch, target))
                 rows += batch.num_rows
-            messages = table_write.prepare_commit()
+            messages = writer.prepare_commit()
         except BaseException:
-            table_write.abort()
+            writer.abort()
             raise
         finally:
-            table_write.close()
+            writer.close()
         return TaskCommit(messages=[m for m in messages if not m.is_empty()], row_count=rows)
 
     # -- driver ---------------------------------------------------------------
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        lineage_guard.check_before_commit(f"the write to {self.plan.opts.table}")  # fail policy
         task_messages = _flatten(messages)
         row_count = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         table = self._table()
@@ -177,7 +197,9 @@ class PaimonWriter(DataSourceArrowWriter):
             if attempt:
                 time.sleep(SECOND_SWEEP_DELAY_S)
             try:
-                removed = _delete_with_prefix(table.file_io, table.table_path, self.plan.file_prefix)
+                removed = _delete_with_prefix(
+                    table.file_io, table.table_path, self.plan.file_prefix
+                )
             except Exception:  # noqa: BLE001 - cleanup is best effort; the job already failed
                 log.exception("cleaning files of failed write %s", self.plan.commit_user)
                 return
