@@ -6,7 +6,10 @@ pypaimon's manifest, manifest-list and snapshot-commit writers, in Paimon's layo
 - one delta manifest with a DELETE entry for every replaced file and an ADD entry for
   every new one (Paimon Java's ``FileKind``), the new files at level 0 with
   ``file_source`` COMPACT as Java's append compaction writes them;
-- a base manifest list holding all manifests of the snapshot the commit is based on;
+- a base manifest list holding the merged manifests of the snapshot the commit is
+  based on (``paimon.manifests.merge_manifests``: its live ADD entries only, as Paimon
+  Java's manifest full compaction writes them), so planners read a few manifests
+  instead of one per past commit;
 - a snapshot with ``commitKind`` COMPACT and an unchanged total record count.
 
 The commit is based on the latest snapshot *at commit time*, never the planning one,
@@ -16,6 +19,12 @@ removed one (an overwrite, a concurrent compaction) it raises
 ``CompactionConflictError`` and nothing has been written. If another writer takes the
 snapshot id first (the atomic rename fails), the temporary manifests are deleted and
 the commit is retried on the new latest snapshot.
+
+Crash safety: nothing is visible until the snapshot file is renamed into place; a
+process killed after writing manifests or manifest lists leaves unreferenced files in
+``manifest/`` that no snapshot names (orphans, as a failed Paimon Java commit leaves),
+which readers never open. Fault points ``compaction.commit.after_manifests`` and
+``compaction.commit.after_manifest_lists`` (``paimon.faults``) cover both steps.
 """
 
 from __future__ import annotations
@@ -35,7 +44,9 @@ from pypaimon.snapshot.snapshot_commit import PartitionStatistics
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.commit.commit_scanner import CommitScanner
 
+from .. import faults
 from ..errors import ConcurrentModificationError
+from ..manifests import merge_manifests
 from .errors import CompactionConflictError, RowCountMismatchError
 from .scan import partition_dict, table_name
 
@@ -108,8 +119,13 @@ def commit_compaction(
                 entries, table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}"
             )
             written_manifests = [m.file_name for m in metas]
+            base_before = manifest_lists.read_all(latest)
+            merged = merge_manifests(table, base_before)
+            written_manifests += merged.written
+            faults.check("compaction.commit.after_manifests")
             delta_size = manifest_lists.write(delta_list, metas)
-            base_size = manifest_lists.write(base_list, manifest_lists.read_all(latest))
+            base_size = manifest_lists.write(base_list, merged.metas)
+            faults.check("compaction.commit.after_manifest_lists")
             snapshot = Snapshot(
                 version=3,
                 id=latest.id + 1,
@@ -135,7 +151,7 @@ def commit_compaction(
                 properties=dict(properties) if properties else None,
             )
             statistics = _partition_statistics(table, changes)
-        except Exception:
+        except BaseException:
             _delete_manifests(table, manifest_lists, written_manifests, [base_list, delta_list])
             raise
 
@@ -152,9 +168,10 @@ def commit_compaction(
             ) from err
         if committed:
             log.info(
-                "committed COMPACT snapshot %d of %s: -%d +%d files",
+                "committed COMPACT snapshot %d of %s: -%d +%d files; base manifests %d -> %d",
                 snapshot.id, table_name(table),
                 sum(len(c.before) for c in changes), sum(len(c.after) for c in changes),
+                len(base_before), len(merged.metas),
             )
             return snapshot
         log.info("snapshot %d of %s was taken by another commit; retrying (%d)",
