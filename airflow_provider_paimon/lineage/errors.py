@@ -22,6 +22,10 @@ class UnsupportedBackendError(InvalidLineageArgumentError):
     """The URL names a database the store does not support (or whose driver is missing)."""
 
 
+class LineageStoreMissingError(LineageError):
+    """The store (SQLite file, MySQL database) does not exist and may not be created here."""
+
+
 class LineageStoreUnavailableError(LineageError):
     """The store's server cannot be reached (after retrying transient failures)."""
 

@@ -29,6 +29,7 @@ from .entities import DataLineage, LineageFilter, SnapshotRef, TableLineage, che
 from .errors import (
     InvalidLineageArgumentError,
     LineageError,
+    LineageStoreMissingError,
     LineageStoreUnavailableError,
     UnsupportedBackendError,
 )
@@ -90,7 +91,7 @@ class LineageStore:
         masked = mask_url(parsed)
         if not create and backend_of(parsed) == "sqlite" and parsed.database not in (None, "", ":memory:"):
             if not os.path.exists(os.path.expanduser(parsed.database)):  # don't create it by looking
-                raise LineageError(
+                raise LineageStoreMissingError(
                     f"lineage store {masked!r} does not exist; create it with "
                     "'paimon-lineage init' (or open it with create=True)"
                 )
@@ -359,7 +360,7 @@ def _prepare(url: URL, engine: sa.Engine, database: str, create: bool) -> int:
         if backend_of(url) != "mysql" or code != _MYSQL_UNKNOWN_DATABASE:
             raise
         if not create:
-            raise LineageError(
+            raise LineageStoreMissingError(
                 f"lineage store {mask_url(url)!r} has no database {database!r}; open it "
                 "once with create=True (or run 'paimon-lineage init') to create it"
             ) from None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError, SnapshotNotFoundError
@@ -60,18 +60,30 @@ class StreamOffset:
     that snapshot. ``start_snapshot``: set on the first range only: where its
     incremental part starts, so a range replayed from the initial offset is planned
     exactly as it was the first time.
+
+    ``table`` (``db.table``), ``branch`` and ``warehouse`` name what the position is in,
+    so a checkpoint can be checked against the query reading it and lineage capture
+    can name the source from the offset alone. They are optional (offsets written
+    before they existed have none) and not part of equality: two offsets are the same
+    position when their snapshots are.
     """
 
     next_snapshot: int
     full_snapshot: int | None = None
     start_snapshot: int | None = None
+    table: str | None = field(default=None, compare=False)
+    branch: str | None = field(default=None, compare=False)
+    warehouse: str | None = field(default=None, compare=False)
 
-    def to_json(self) -> dict[str, int]:
-        out = {"nextSnapshot": int(self.next_snapshot)}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nextSnapshot": int(self.next_snapshot)}
         if self.full_snapshot is not None:
             out["fullSnapshot"] = int(self.full_snapshot)
         if self.start_snapshot is not None:
             out["startSnapshot"] = int(self.start_snapshot)
+        for key, value in (("table", self.table), ("branch", self.branch), ("warehouse", self.warehouse)):
+            if value is not None:
+                out[key] = str(value)
         return out
 
     @staticmethod
@@ -81,6 +93,9 @@ class StreamOffset:
                 next_snapshot=int(value["nextSnapshot"]),
                 full_snapshot=_opt_int(value.get("fullSnapshot")),
                 start_snapshot=_opt_int(value.get("startSnapshot")),
+                table=_opt_str(value.get("table")),
+                branch=_opt_str(value.get("branch")),
+                warehouse=_opt_str(value.get("warehouse")),
             )
         except (KeyError, TypeError, ValueError):
             raise InvalidArgumentError(
@@ -98,8 +113,36 @@ class StreamOffset:
         return self.next_snapshot - 1 if self.next_snapshot > 1 else None
 
 
+class OffsetTableMismatchError(InvalidArgumentError):
+    """A checkpoint's stream offset names another table or branch than the query reads."""
+
+
+def check_offset_table(offset: StreamOffset, table: str, branch: str, raw: Any = None) -> None:
+    """Refuse ``offset`` when it names a table or branch other than ``table``/``branch``.
+
+    Offsets without a name (written before offsets carried one) are accepted.
+    """
+    other_table = offset.table is not None and offset.table != table
+    other_branch = offset.branch is not None and offset.branch != branch
+    if other_table or other_branch:
+        raise OffsetTableMismatchError(
+            f"the checkpoint's offset {dict(raw) if raw is not None else offset.to_json()!r} "
+            f"is a position in {offset.table or table} (branch {offset.branch or branch}), "
+            f"but this query reads {table} (branch {branch}); a checkpoint belongs to the "
+            "stream it was written by: give this query its own checkpointLocation"
+        )
+
+
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value
 
 
 @dataclass(frozen=True)

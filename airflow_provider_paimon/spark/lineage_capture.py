@@ -21,9 +21,14 @@ and reads it here:
   planned since the previous commit;
 * streaming: a ``StreamingQueryListener`` takes each micro-batch's progress (batch id,
   and each source's end offset ``{"nextSnapshot": N}``: snapshot N-1 consumed), finds
-  the sink commit published with that batch id, and names each source from the query
-  plan (a source's progress ``description`` is its stream object, which the plan
-  links to the relation's options: warehouse, table, branch).
+  the sink commit published with that batch id, and names each source from its offset
+  (which carries table, branch and warehouse); for offsets of older checkpoints, from
+  the query plan (a source's progress ``description`` is its stream object, which the
+  plan links to the relation's options) or the source's scan event.
+
+With ``onStoreFailure=fail`` the capture also has the sinks check the store before
+each commit (``lineage_guard``: a 0600 file with the store's address, named by
+``PAIMON_LINEAGE_PRECOMMIT_CHECK`` in the workers' environment).
 
 A COMPACT commit is not a data change and is not a sink snapshot. A replayed
 micro-batch publishes the snapshot its first attempt committed, so re-recording it
@@ -49,7 +54,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import commit_events
-from .lineage_config import CaptureConfig, capture_config
+from .lineage_config import FAIL, CaptureConfig, capture_config
+from .lineage_guard import PRECOMMIT_ENV, remove_check_file, write_check_file
 from .lineage_recorder import (
     BatchRecord,
     LineageCaptureError,
@@ -124,7 +130,14 @@ class LineageCapture:
         self.conf = _spark_conf(spark)
         self.recorder = recorder or LineageRecorder(config, on_failure=self._on_store_failure)
         self.closed = False
-        self.event_log = os.path.join(spool_dir_for(config), f"events-{uuid.uuid4().hex}.jsonl")
+        run_id = uuid.uuid4().hex
+        self.event_log = os.path.join(spool_dir_for(config), f"events-{run_id}.jsonl")
+        # onStoreFailure=fail: sinks check the store before each commit (lineage_guard).
+        self.check_file = (
+            os.path.join(spool_dir_for(config), f"precommit-check-{run_id}.json")
+            if config.on_store_failure == FAIL
+            else None
+        )
         self._offset = 0
         self._partial = b""
         self._lock = threading.RLock()
@@ -136,7 +149,7 @@ class LineageCapture:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listener: Any = None
-        self._previous_env: str | None = None
+        self._previous_env: dict[str, str | None] = {}
         self.ol = _OpenLineage(self.conf, config.job, spark)
 
     # -- life cycle -------------------------------------------------------------------
@@ -194,20 +207,41 @@ class LineageCapture:
 
     # -- routing the data source's events here ---------------------------------------
 
+    def _worker_env(self) -> dict[str, str]:
+        """What the data source's Python workers get: the event log, the store check."""
+        env = {commit_events.EVENT_LOG_ENV: self.event_log}
+        if self.check_file is not None:
+            env[PRECOMMIT_ENV] = self.check_file
+        return env
+
     def _route_events(self) -> None:
+        if self.check_file is not None:
+            from airflow_provider_paimon.lineage.url import default_url
+
+            url = self.config.url or default_url()  # as the recorder resolved it, here
+            write_check_file(self.check_file, url, self.config.database, self.config.job)
         env = self.spark.sparkContext.environment
-        self._previous_env = env.get(commit_events.EVENT_LOG_ENV)
-        env[commit_events.EVENT_LOG_ENV] = self.event_log
+        for key, value in self._worker_env().items():
+            self._previous_env[key] = env.get(key)
+            env[key] = value
         self._reregister()
 
     def _unroute_events(self) -> None:
+        if self.check_file is not None:
+            remove_check_file(self.check_file)
         try:
             env = self.spark.sparkContext.environment
-            if env.get(commit_events.EVENT_LOG_ENV) == self.event_log:
-                if self._previous_env is None:
-                    env.pop(commit_events.EVENT_LOG_ENV, None)
+            changed = False
+            for key, value in self._worker_env().items():
+                if env.get(key) != value:
+                    continue
+                previous = self._previous_env.get(key)
+                if previous is None:
+                    env.pop(key, None)
                 else:
-                    env[commit_events.EVENT_LOG_ENV] = self._previous_env
+                    env[key] = previous
+                changed = True
+            if changed:
                 self._reregister()
         except Exception:  # noqa: BLE001 - the session may be stopped already
             pass
@@ -325,13 +359,23 @@ class LineageCapture:
             commits = self._stream_commits.pop(batch_id, [])
         sinks = [_table_at(c) for c in commits if c.get("commit_kind") != "COMPACT"]
         sources = []
-        mapping = self._query_sources.get(query_id) or self._resolve_sources(query_id)
+        mapping: dict[str, TableAt] | None = None
         for source in progress.sources:
             offset = _paimon_offset(source.endOffset)
             if offset is None:
                 continue  # not a Paimon source
             consumed = offset - 1 if offset > 1 else None
-            table = mapping.get(str(source.description)) or self._stream_scans.get(offset)
+            # The offset names its table (from the first batch on, before the query's
+            # plan is readable); older offsets don't: then the plan, then the scan events.
+            table = _offset_table(source.endOffset)
+            if table is None or not table.warehouse:
+                if mapping is None:
+                    mapping = self._query_sources.get(query_id) or self._resolve_sources(query_id)
+                known = mapping.get(str(source.description)) or self._stream_scans.get(offset)
+                if table is None:
+                    table = known
+                elif known is not None and (known.database, known.table) == (table.database, table.table):
+                    table = known
             if table is None:
                 log.warning("lineage: cannot tell which table source %s is", source.description)
                 continue
@@ -397,15 +441,31 @@ def _table_at(raw: Mapping[str, Any]) -> TableAt:
     )
 
 
-def _paimon_offset(end_offset: Any) -> int | None:
-    """``nextSnapshot`` of a Paimon stream offset (JSON text), else None."""
+def _offset_json(end_offset: Any) -> Mapping[str, Any] | None:
+    """A Paimon stream offset (JSON text or mapping) as a mapping, else None."""
     if end_offset is None:
         return None
     try:
         value = json.loads(end_offset) if isinstance(end_offset, str) else end_offset
     except ValueError:
         return None
-    if isinstance(value, Mapping) and "nextSnapshot" in value:
+    return value if isinstance(value, Mapping) and "nextSnapshot" in value else None
+
+
+def _offset_table(end_offset: Any) -> TableAt | None:
+    """The table a Paimon stream offset names (``table``, ``branch``, ``warehouse``), if any."""
+    value = _offset_json(end_offset)
+    name = None if value is None else value.get("table")
+    if not isinstance(name, str) or name.count(".") != 1:
+        return None  # an offset written before offsets carried their table
+    database, table = name.split(".")
+    return TableAt(str(value.get("warehouse") or ""), database, table, str(value.get("branch") or "main"))
+
+
+def _paimon_offset(end_offset: Any) -> int | None:
+    """``nextSnapshot`` of a Paimon stream offset (JSON text), else None."""
+    value = _offset_json(end_offset)
+    if value is not None:
         try:
             return int(value["nextSnapshot"])
         except (TypeError, ValueError):

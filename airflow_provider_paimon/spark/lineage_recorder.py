@@ -16,7 +16,10 @@ Delivery and outage policy (``spark.paimon.lineage.onStoreFailure``):
 * ``buffer`` (default): keep running; retry at most every ``retry_interval`` seconds.
 * ``fail``: spool the record too, then report the failure (``failure`` is set and
   ``on_failure`` called; the capture stops the streaming query and ``close`` raises),
-  so the job stops instead of producing data whose lineage is missing.
+  so the job stops instead of producing data whose lineage is missing. Streaming
+  sinks also check the store *before* each commit under ``fail`` and refuse to commit
+  while it is down (``lineage_guard``), so this after-the-fact path is only reached
+  when the store fails between that check and the recording.
 
 Recording is idempotent: rows are upserted by (job, barrier, table), so a record
 delivered twice (a retry after a lost reply, a replayed micro-batch) leaves the same
@@ -179,6 +182,8 @@ class LineageRecorder:
     def record(self, record: BatchRecord) -> bool:
         """Deliver ``record`` (after anything spooled); spool it on failure. True: delivered."""
         with self._lock:
+            if record.tables_only and self._known_tables(record):
+                return True  # nothing new: no store round trip (a restarted query's sources)
             if self.failure is not None or not self._flush_locked():
                 self._spool_append(record)
                 return False
@@ -204,6 +209,12 @@ class LineageRecorder:
         return len(self._spool_read())
 
     # -- internals --------------------------------------------------------------------
+
+    def _known_tables(self, record: BatchRecord) -> bool:
+        """Whether every table of ``record`` is already in the store's table lineage."""
+        keys = [("source", t.database, t.table, t.branch) for t in record.sources]
+        keys += [("sink", t.database, t.table, t.branch) for t in record.sinks]
+        return all(key in self._tables_done for key in keys)
 
     def _connect(self) -> bool:
         if self._store is not None:

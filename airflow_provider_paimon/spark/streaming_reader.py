@@ -15,6 +15,11 @@ files again. The planning rules (start modes, COMPACT skipping, rate limits) liv
   executors through the batch reader's code path (same Arrow conversion);
 * ``commit`` saves the consumer position in the read branch's ``consumer/`` folder
   and publishes a scan event with the consumed snapshot for lineage capture.
+
+Every offset produced here also names its table (``db.table``), branch and
+warehouse; an offset handed back that names another table or branch (a checkpoint
+reused for another source) is refused. Offsets without those fields (older
+checkpoints) are accepted as they are.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from airflow_provider_paimon.paimon.stream_scan import (
     StreamOffset,
     StreamPlanner,
     StreamScanConfig,
+    check_offset_table,
     parse_stream_scan_config,
 )
 
@@ -134,6 +140,31 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- planning (driver) -----------------------------------------------------
 
+    # -- offsets: positions that name their table --------------------------------
+
+    def _offset(self, value: dict) -> StreamOffset:
+        """Parse an offset Spark hands back; refuse one of another table or branch."""
+        offset = StreamOffset.from_json(value)
+        opts = self.opts
+        check_offset_table(offset, f"{opts.database}.{opts.table_name}", opts.branch_name, value)
+        if offset.warehouse is not None and offset.warehouse != opts.warehouse:
+            # The same warehouse may be spelled differently (file:/x, /x, s3a:// vs s3://).
+            log.warning(
+                "paimon stream %s: checkpoint offset was written for warehouse %s, the query "
+                "reads %s", opts.table, offset.warehouse, opts.warehouse,
+            )
+        return offset
+
+    def _json(self, offset: StreamOffset) -> dict:
+        """``offset`` as Spark's JSON, with this stream's table, branch and warehouse."""
+        opts = self.opts
+        return dataclasses.replace(
+            offset,
+            table=f"{opts.database}.{opts.table_name}",
+            branch=opts.branch_name,
+            warehouse=opts.warehouse,
+        ).to_json()
+
     def _planner(self) -> StreamPlanner:
         if self._planner_cache is None:
             self._planner_cache = StreamPlanner(open_table(self.opts), self.config)
@@ -145,7 +176,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return state
 
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
-        return StreamOffset(next_snapshot=0).to_json()
+        return self._json(StreamOffset(next_snapshot=0))
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         if self.config.max_files_per_trigger is not None:
@@ -160,10 +191,10 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def reportLatestOffset(self) -> dict | None:  # noqa: N802
         latest = self._planner().latest_id()
-        return None if latest is None else StreamOffset(next_snapshot=latest + 1).to_json()
+        return None if latest is None else self._json(StreamOffset(next_snapshot=latest + 1))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
-        begin = StreamOffset.from_json(start)
+        begin = self._offset(start)
         planner = self._planner()
         if isinstance(limit, ReadMaxFiles):
             max_files = limit.max_files if limit.max_files < _NO_FILE_LIMIT else None
@@ -177,7 +208,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             if position == begin.next_snapshot:
                 return start  # nothing new: the same offset, so Spark runs no batch
-            return StreamOffset(next_snapshot=position).to_json()
+            return self._json(StreamOffset(next_snapshot=position))
         # First range of a new query: resolve the start once and pin it in the offset.
         if self._start is None:
             saved = (
@@ -192,14 +223,16 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         position = planner.advance(
             start_pos.next_snapshot, self._target, max_snapshots, max_files, taken_files=taken
         )
-        return StreamOffset(
-            next_snapshot=position,
-            full_snapshot=start_pos.full_snapshot,
-            start_snapshot=start_pos.next_snapshot,
-        ).to_json()
+        return self._json(
+            StreamOffset(
+                next_snapshot=position,
+                full_snapshot=start_pos.full_snapshot,
+                start_snapshot=start_pos.next_snapshot,
+            )
+        )
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        begin, finish = StreamOffset.from_json(start), StreamOffset.from_json(end)
+        begin, finish = self._offset(start), self._offset(end)
         if begin == finish:
             return []
         planner = self._planner()
@@ -212,7 +245,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Spark finished every range up to ``end``: save and announce the position."""
-        self._record_progress(StreamOffset.from_json(end))
+        self._record_progress(self._offset(end))
 
     def _record_progress(self, done: StreamOffset) -> None:
         """Save the consumer position and publish the consumed snapshot, once per position.

@@ -234,6 +234,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             if snapshot is not None:
                 self._publish(snapshot, batch_id, rows, replayed=True)
             return
+        self._check_lineage_store(table, task_messages, batch_id)
         if state is not None:
             orphans = _not_in(state.read_pending(batch_id), task_messages)
             if orphans:
@@ -261,6 +262,22 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
         if snapshot is not None:
             self._publish(snapshot, batch_id, rows, replayed=False)
+
+    def _check_lineage_store(self, table: Any, task_messages: list[Any], batch_id: int) -> None:
+        """``onStoreFailure=fail``: refuse to commit while the lineage store is down.
+
+        A no-op unless lineage capture runs with ``fail`` (``lineage_guard``). On failure
+        this attempt's files are deleted and nothing is committed; the query fails, and
+        its restart replays ``batch_id`` and commits it once.
+        """
+        from .lineage_guard import LineageStoreUnreachableError, check_before_commit
+
+        opts = self.plan.opts
+        try:
+            check_before_commit(f"micro-batch {batch_id} of {opts.table} (branch {opts.branch_name})")
+        except LineageStoreUnreachableError:
+            _delete_files(table, self.commit_user, task_messages)
+            raise
 
     def _merge_small_files(
         self, table: Any, task_messages: list[Any], state: CheckpointState | None, batch_id: int

@@ -19,6 +19,7 @@ from pypaimon import CatalogFactory, Schema
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.spark import commit_events
 from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+from airflow_provider_paimon.spark.lineage_guard import PRECOMMIT_ENV
 
 pytestmark = pytest.mark.spark
 
@@ -110,6 +111,8 @@ def test_batch_job_lineage_and_openlineage(spark, warehouse, tmp_path):
 def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehouse, tmp_path):
     catalog = make_tables(warehouse, "db.src", "db.dst")
     append(catalog, "db.src", range(3))  # snapshot 1
+    append(catalog, "db.src", range(3, 5))  # snapshot 2
+    append(catalog, "db.src", range(5, 8))  # snapshot 3
     dst = catalog.get_table("db.dst")
     append(catalog, "db.dst", [0])
     dst.create_tag("t1")
@@ -118,8 +121,12 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
     checkpoint = str(tmp_path / "checkpoint")
 
     def run_available_now():
+        # Two micro-batches per run: snapshots 1..2, then 3 (batch 0 is the query's
+        # first: its source is named from the offset, before any plan is readable).
         query = (
-            spark.readStream.format("paimon").option("warehouse", warehouse).option("table", "db.src").load()
+            spark.readStream.format("paimon").option("warehouse", warehouse).option("table", "db.src")
+            .option("scan.mode", "from-snapshot").option("scan.snapshot-id", "1")
+            .option("max-snapshots-per-trigger", "2").load()
             .writeStream.format("paimon").option("warehouse", warehouse).option("table", "db.dst")
             .option("branch", "fix").option("checkpointLocation", checkpoint)
             .trigger(availableNow=True).start()
@@ -141,13 +148,18 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
     ):
         capture = enable_lineage_capture(spark, force=False)
         try:
-            run_available_now()  # batch 0: src snapshot 1 -> dst$branch_fix snapshot 2
-            append(catalog, "db.src", range(3, 5))  # snapshot 2
-            append(catalog, "db.src", range(5, 8))  # snapshot 3
-            run_available_now()  # batch 1: src snapshots 2..3 -> dst$branch_fix snapshot 3
-            assert wait_until(lambda: capture.recorder.delivered >= 2)
-            with LineageStore.from_url(url) as store:
-                before = store.read_table("sink_snapshot_lineage")[1]
+            assert PRECOMMIT_ENV not in spark.sparkContext.environment  # buffer: no check
+            # batch 0: src snapshots 1..2 -> dst$branch_fix snapshot 2;
+            # batch 1: src snapshot 3 -> dst$branch_fix snapshot 3
+            run_available_now()
+
+            def sink_rows():
+                with LineageStore.from_url(url) as store:
+                    return store.read_table("sink_snapshot_lineage")[1]
+
+            assert wait_until(lambda: len(sink_rows()) == 2)
+            before = sink_rows()
+            delivered = capture.recorder.delivered
             # A crash after the commit, before Spark's commit log entry: drop the entry,
             # Spark replays batch 1, the sink recognises its commit and publishes it again.
             for name in ("1", ".1.crc"):
@@ -155,7 +167,7 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
                 if os.path.exists(path):
                     os.remove(path)
             run_available_now()
-            time.sleep(1)
+            assert wait_until(lambda: capture.recorder.delivered > delivered)  # the replay's record
         finally:
             capture.close()
             receiver.stop()
@@ -164,7 +176,7 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
     for event in events:
         validate_event(event)
     kinds = [e["eventType"] for e in events]
-    assert kinds.count("START") == 3 and kinds.count("COMPLETE") == 3, kinds
+    assert kinds.count("START") == 2 and kinds.count("COMPLETE") == 2, kinds
     running = [e for e in events if e["eventType"] == "RUNNING"]
     facets = [e["run"]["facets"]["paimon_batch"] for e in running]
     assert [f["batchId"] for f in facets][:2] == [0, 1]
@@ -177,8 +189,114 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
         after = store.read_table("sink_snapshot_lineage")[1]
         assert [(t.table, t.branch) for t in store.source_table_lineages(job="etl.stream")] == [("src", "main")]
         assert [(t.table, t.branch) for t in store.sink_table_lineages(job="etl.stream")] == [("dst", "fix")]
-    assert src == [(0, "src", "main", 1), (1, "src", "main", 3)]
+    assert src == [(0, "src", "main", 2), (1, "src", "main", 3)]
     assert snk == [(0, "dst", "fix", 2), (1, "dst", "fix", 3)]
     assert [r[:5] for r in after] == [r[:5] for r in before]  # the replay changed nothing
     rows = spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.dst").option("branch", "fix").load().count()
     assert rows == 1 + 8  # each source row exactly once (plus the branch's initial row)
+
+
+def _data_files(table_path):
+    return {f for root, _d, files in os.walk(table_path) if os.path.basename(root).startswith("bucket-")
+            for f in files if f.startswith("data-")}
+
+
+def _live_files(table):
+    return {f.file_name for s in table.new_read_builder().new_scan().plan().splits() for f in s.files}
+
+
+@pytest.mark.mysql
+def test_fail_policy_stops_a_micro_batch_before_its_commit_while_mariadb_is_down(
+    spark, warehouse, tmp_path, mysql_server_url, unique_name, monkeypatch
+):
+    """MariaDB behind a proxy with a password user: cut the proxy, the next micro-batch
+    fails BEFORE its Paimon commit (nothing committed, files deleted, password masked);
+    reopen it, restart the query: the batch is committed once, its lineage recorded."""
+    import sqlalchemy as sa
+
+    from .proxy import TcpProxy
+
+    secret = "Pw-" + unique_name[::-1]
+    admin = sa.create_engine(mysql_server_url)
+    hosts = ("localhost", "127.0.0.1")
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE `{unique_name}`")
+        for host in hosts:
+            conn.exec_driver_sql(f"CREATE USER '{unique_name}'@'{host}' IDENTIFIED BY '{secret}'")
+            conn.exec_driver_sql(f"GRANT ALL ON `{unique_name}`.* TO '{unique_name}'@'{host}'")
+    proxy = TcpProxy("127.0.0.1", sa.engine.make_url(mysql_server_url).port or 3306)
+    proxy.up()
+    monkeypatch.setenv("PAIMON_LINEAGE_PASSWORD", secret)  # never in the conf or the URL
+    catalog = make_tables(warehouse, "db.src", "db.dst")
+    append(catalog, "db.src", range(3))  # snapshot 1
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def run_available_now():
+        query = (
+            spark.readStream.format("paimon").option("warehouse", warehouse).option("table", "db.src").load()
+            .writeStream.format("paimon").option("warehouse", warehouse).option("table", "db.dst")
+            .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+        )
+        try:
+            query.awaitTermination(240)
+        except Exception:  # noqa: BLE001 - the failed run: its error is read below
+            pass
+        assert not query.isActive
+        return query
+
+    def sink_lineage():
+        with admin.connect() as conn:
+            return [tuple(r) for r in conn.exec_driver_sql(
+                f"SELECT barrier_id, snapshot_id FROM `{unique_name}`.sink_snapshot_lineage ORDER BY 1"
+            )]
+
+    try:
+        with configured(
+            spark,
+            {
+                "spark.paimon.lineage.url": f"mysql+pymysql://{unique_name}@127.0.0.1:{proxy.port}/{unique_name}",
+                "spark.paimon.lineage.database": unique_name,
+                "spark.paimon.lineage.job": unique_name,
+                "spark.paimon.lineage.onStoreFailure": "fail",
+                "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
+                "spark.paimon.lineage.pollIntervalMs": "100",
+            },
+        ):
+            capture = enable_lineage_capture(spark, force=False)
+            try:
+                assert PRECOMMIT_ENV in spark.sparkContext.environment
+                check_file = capture.check_file
+                assert os.stat(check_file).st_mode & 0o777 == 0o600
+                assert run_available_now().exception() is None  # batch 0: src 1 -> dst 1
+                assert wait_until(lambda: sink_lineage() == [(0, 1)])
+
+                proxy.down()  # the store "stops"
+                append(catalog, "db.src", range(3, 6))  # snapshot 2
+                failed = run_available_now()  # batch 1 must not be committed
+                error = str(failed.exception())
+                assert "onStoreFailure=fail" in error and "micro-batch 1 of db.dst" in error
+                assert f"{unique_name}:***@127.0.0.1:{proxy.port}" in error and secret not in error
+                dst = catalog.get_table("db.dst")
+                assert [s.commit_identifier for s in dst.snapshot_manager().list_snapshots()] == [0]
+                assert _data_files(dst.table_path) == _live_files(dst)  # batch 1's files deleted
+                assert not os.path.exists(os.path.join(checkpoint, "commits", "1"))
+
+                proxy.up()  # the store is back: restart the query
+                assert run_available_now().exception() is None
+                assert wait_until(lambda: sink_lineage() == [(0, 1), (1, 2)])
+            finally:
+                capture.close()
+            assert not os.path.exists(check_file)  # the address (and password) is removed
+            assert PRECOMMIT_ENV not in spark.sparkContext.environment
+    finally:
+        proxy.down()
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{unique_name}`")
+            for host in hosts:
+                conn.exec_driver_sql(f"DROP USER IF EXISTS '{unique_name}'@'{host}'")
+        admin.dispose()
+    dst = catalog.get_table("db.dst")
+    assert [s.commit_identifier for s in dst.snapshot_manager().list_snapshots()] == [0, 1]
+    ids = spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.dst").load()
+    assert sorted(r.id for r in ids.collect()) == list(range(6))  # each row exactly once
+    assert _data_files(dst.table_path) == _live_files(dst)

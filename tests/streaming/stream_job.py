@@ -15,12 +15,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 
-def main(warehouse: str, checkpoint: str) -> int:
-    from airflow_provider_paimon.spark.session import local_session
-    from airflow_provider_paimon.spark.streaming_writer import FAULT_GROUP_ENV
+def drain(spark, warehouse: str, checkpoint: str) -> None:
+    """The query: db.src -> db.dst, one source snapshot per micro-batch, availableNow.
 
-    os.environ[FAULT_GROUP_ENV] = str(os.getpgrp())  # inherited by the JVM and its workers
-    spark = local_session("paimon-stream-kill-test", conf={"spark.sql.shuffle.partitions": "1"})
+    The kill test also runs it in its own session for the clean restart.
+    """
     df = (
         spark.readStream.format("paimon")
         .option("warehouse", warehouse)
@@ -39,6 +38,22 @@ def main(warehouse: str, checkpoint: str) -> int:
         .start()
     )
     query.awaitTermination()
+    exception = query.exception()
+    if exception is not None:
+        raise exception
+
+
+def main(warehouse: str, checkpoint: str) -> int:
+    from airflow_provider_paimon.spark.session import local_session
+    from airflow_provider_paimon.spark.streaming_writer import FAULT_GROUP_ENV
+
+    os.environ[FAULT_GROUP_ENV] = str(os.getpgrp())  # inherited by the JVM and its workers
+    spark = local_session(
+        "paimon-stream-kill-test",
+        master="local[1]",  # the data is tiny: one task slot starts fewer Python workers
+        conf={"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m"},
+    )
+    drain(spark, warehouse, checkpoint)
     spark.stop()
     return 0
 

@@ -34,7 +34,7 @@ def _wait(condition, query, timeout: float = 300) -> None:
     while not condition():
         assert query.isActive, query.exception()
         assert time.monotonic() < deadline, "streaming query did not get there in time"
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def _snapshots(table):
@@ -70,7 +70,7 @@ def test_running_branch_to_branch_stream_commits_each_batch_with_its_id(spark, w
     query = (
         df.writeStream.format("paimon")
         .options(**_sink_options(warehouse, checkpoint, branch="fix", **{"event-log": events}))
-        .trigger(processingTime="1 second")
+        .trigger(processingTime="500 milliseconds")
         .start()
     )
     branch_consumer = os.path.join(src.table_path, "branch", "branch-fix", "consumer", "consumer-fixer")
