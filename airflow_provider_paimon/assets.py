@@ -9,6 +9,7 @@ identify the same table as the OpenLineage datasets (namespace = warehouse URI, 
 URI layout (``docs/assets.md``)::
 
     paimon://<warehouse authority><warehouse path>/<db>/<table>[?branch=NAME][&fs=SCHEME]
+    paimon://<REST server><uri path>/<catalog name>/<db>/<table>?catalog=rest[&branch=NAME]
 
 * the last two path segments are the database and the table; what is before them is
   the warehouse path;
@@ -17,7 +18,12 @@ URI layout (``docs/assets.md``)::
   ``file:///data/wh``) gives ``paimon:///data/wh/sales/orders``. A URI with an
   authority must say ``fs`` (``paimon://bucket/wh/sales/orders?fs=s3``): guessing
   would silently name another table;
-* ``branch`` only for a branch other than main (``?branch=main`` is dropped).
+* ``branch`` only for a branch other than main (``?branch=main`` is dropped);
+* ``catalog=rest`` for a table of a REST catalog (``metastore=rest``), whose warehouse
+  is a catalog name on the server at option ``uri``: the authority is that server's
+  (host and port), the path is the ``uri``'s own path, then the catalog name, as the
+  OpenLineage namespace ``paimon+rest://server/path/catalog`` is (no ``fs`` then).
+  A JDBC catalog's warehouse is a folder: its URIs are the file-system ones.
 
 Credentials (user info) never stay in a URI; ``.``/``..``/``//`` in the warehouse path
 are folded exactly as the OpenLineage namespace folds them.
@@ -28,6 +34,7 @@ handler while it is starting, and the lineage layer must stay usable without Air
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import (
@@ -41,7 +48,11 @@ from urllib.parse import (
     uses_netloc,
 )
 
-from airflow_provider_paimon.lineage.openlineage.naming import dataset_name, warehouse_namespace
+from airflow_provider_paimon.lineage.openlineage.naming import (
+    REST_SCHEME,
+    dataset_name,
+    warehouse_namespace,
+)
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name, validate_branch_name
 
 if TYPE_CHECKING:
@@ -60,7 +71,8 @@ __all__ = [
 ]
 
 SCHEME = "paimon"
-_ALLOWED_QUERY = ("branch", "fs")
+_ALLOWED_QUERY = ("branch", "catalog", "fs")
+_REST = "rest"
 _SAFE_PATH = "/$-_.~!*'()+,;=@:"
 
 # urlunsplit writes ``scheme://`` with an empty authority only for schemes it knows to
@@ -74,7 +86,7 @@ if SCHEME not in uses_netloc:
 class PaimonAssetRef:
     """What a ``paimon://`` URI names: a warehouse (normalised URI), a table, a branch."""
 
-    warehouse: str  # normalised, as the OpenLineage namespace: file:///data/wh, s3://bucket/wh
+    warehouse: str  # normalised, as the OpenLineage namespace: file:///data/wh, s3://bucket/wh, paimon+rest://h/c
     database: str
     table: str
     branch: str | None = None  # None for main
@@ -96,26 +108,33 @@ def _invalid(uri: str, why: str) -> ValueError:
     return ValueError(
         f"invalid Paimon asset URI {uri!r}: {why} "
         "(expected paimon://[authority]/warehouse/path/<db>/<table>[?branch=NAME][&fs=SCHEME], "
-        "e.g. paimon:///data/wh/sales/orders or paimon://bucket/wh/sales/orders?fs=s3)"
+        "e.g. paimon:///data/wh/sales/orders or paimon://bucket/wh/sales/orders?fs=s3, "
+        "or paimon://server:port/catalog/<db>/<table>?catalog=rest for a REST catalog)"
     )
 
 
-def asset_uri(warehouse: str, table: str, branch: str | None = None) -> str:
+def asset_uri(
+    warehouse: str, table: str, branch: str | None = None, catalog_options: Mapping[str, Any] | None = None
+) -> str:
     """The canonical ``paimon://`` URI of ``table`` (``db.table``) on ``branch`` in ``warehouse``.
 
-    ``warehouse`` is what a ``paimon`` connection's Host holds: a local path or a URI.
+    ``warehouse`` is what a ``paimon`` connection's Host holds: a local path or a URI
+    (for a REST catalog, the catalog name; ``catalog_options`` then carry
+    ``metastore=rest`` and the server's ``uri``).
     """
     database, name = parse_table_name(table)
     if not is_main(branch):
         validate_branch_name(branch)  # type: ignore[arg-type]
-    namespace = urlsplit(warehouse_namespace(warehouse))
+    namespace = urlsplit(warehouse_namespace(warehouse, catalog_options))
     fs = namespace.scheme
     path = namespace.path if namespace.path not in ("", "/") else ""
     full_path = quote(f"{path}/{database}/{name}", safe=_SAFE_PATH)
     query: list[tuple[str, str]] = []
     if not is_main(branch):
         query.append(("branch", str(branch)))
-    if fs != "file" or namespace.netloc:
+    if fs == REST_SCHEME:
+        query.append(("catalog", _REST))
+    elif fs != "file" or namespace.netloc:
         query.append(("fs", fs))
     return urlunsplit((SCHEME, namespace.netloc, full_path, urlencode(sorted(query)), ""))
 
@@ -146,14 +165,25 @@ def parse_asset_uri(uri: str | SplitResult) -> PaimonAssetRef:
             "database and table are separate path segments without dots or '$' "
             "(a branch goes in ?branch=NAME)",
         )
+    catalog = query.get("catalog", "").strip().lower()
+    if "catalog" in query and catalog != _REST:
+        raise _invalid(text, f"catalog={catalog!r}: the only catalog named in a URI is 'rest'")
     fs = query.get("fs", "").strip().lower()
-    if not fs:
+    if catalog == _REST:
+        if fs:
+            raise _invalid(text, "a REST catalog's table has no fs (the server places its files)")
+        if not netloc or len(segments) < 3:
+            raise _invalid(text, "a REST catalog's URI is paimon://<server>[/path]/<catalog>/<db>/<table>")
+        fs = REST_SCHEME
+    elif not fs:
         if netloc:
             raise _invalid(
                 text, f"a warehouse with an authority ({netloc!r}) needs ?fs=SCHEME (s3, oss, hdfs, ...)"
             )
         fs = "file"
-    if not fs.replace("+", "").replace("-", "").replace(".", "").isalnum() or fs == SCHEME:
+    if not fs.replace("+", "").replace("-", "").replace(".", "").isalnum() or (
+        fs.startswith(SCHEME) and catalog != _REST
+    ):
         raise _invalid(text, f"fs={fs!r} is not a file system scheme")
     branch = query.get("branch")
     if branch is not None:
@@ -180,24 +210,37 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
     return urlsplit(parse_asset_uri(uri).uri)
 
 
-def asset_for(warehouse: str, table: str, branch: str | None = None, **asset_kwargs: Any) -> Asset:
+def asset_for(
+    warehouse: str,
+    table: str,
+    branch: str | None = None,
+    *,
+    catalog_options: Mapping[str, Any] | None = None,
+    **asset_kwargs: Any,
+) -> Asset:
     """The Airflow ``Asset`` of ``table`` (``db.table``) on ``branch`` in ``warehouse``.
 
-    ``warehouse`` is the warehouse path or URI (a ``paimon`` connection's Host). The
+    ``warehouse`` is the warehouse path or URI (a ``paimon`` connection's Host), or a
+    REST catalog's name with ``catalog_options`` saying ``metastore=rest`` and ``uri``. The
     asset's name is its URI, Airflow's default, so ``Asset(uri)`` written by hand in a
     consumer DAG is the same asset. Extra keyword arguments go to ``Asset`` (``extra``,
     ``group``...).
     """
     from airflow.sdk import Asset
 
-    return Asset(uri=asset_uri(warehouse, table, branch), **asset_kwargs)
+    return Asset(uri=asset_uri(warehouse, table, branch, catalog_options), **asset_kwargs)
 
 
 def create_asset(
-    *, warehouse: str, table: str, branch: str | None = None, extra: dict[str, Any] | None = None
+    *,
+    warehouse: str,
+    table: str,
+    branch: str | None = None,
+    extra: dict[str, Any] | None = None,
+    catalog_options: Mapping[str, Any] | None = None,
 ) -> Asset:
     """Airflow's ``asset-uris`` ``factory`` (used by hook-level lineage): same as :func:`asset_for`."""
-    return asset_for(warehouse, table, branch, extra=extra)
+    return asset_for(warehouse, table, branch, catalog_options=catalog_options, extra=extra)
 
 
 def convert_asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Dataset:

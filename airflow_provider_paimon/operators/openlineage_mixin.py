@@ -81,6 +81,11 @@ class PaimonOpenLineageMixin:
     def _ol_warehouse(self) -> str:
         return self.paimon_hook.warehouse  # type: ignore[attr-defined]
 
+    def _ol_catalog_options(self) -> dict[str, str]:
+        """The catalog options that name the namespace (a REST catalog's ``metastore``, ``uri``)."""
+        options = self.paimon_hook.catalog_config.options  # type: ignore[attr-defined]
+        return {k: str(options[k]) for k in ("metastore", "uri") if options.get(k) is not None}
+
     def _ol_latest(self, table: str, branch: str | None) -> int | None:
         try:
             return self.paimon_hook.get_latest_snapshot_id(table, branch)  # type: ignore[attr-defined]
@@ -113,6 +118,7 @@ class PaimonOpenLineageMixin:
             snapshot_id=snapshot_id,
             schema_fields=self._ol_schema(table, branch) if schema else None,
             kind=kind,  # type: ignore[arg-type]
+            catalog_options=self._ol_catalog_options(),
         )
         lifecycle = self._ol_lifecycle(kind, table, branch)
         if lifecycle is not None:
@@ -143,7 +149,7 @@ class PaimonOpenLineageMixin:
             return lsc.LifecycleStateChangeDatasetFacet(
                 lifecycleStateChange=state.RENAME,
                 previousIdentifier=lsc.PreviousIdentifier(
-                    namespace=warehouse_namespace(self._ol_warehouse()),
+                    namespace=warehouse_namespace(self._ol_warehouse(), self._ol_catalog_options()),
                     name=dataset_name(database, name, old),
                 ),
                 producer=PRODUCER,
@@ -243,8 +249,11 @@ class PaimonOpenLineageMixin:
         """The ``paimon://`` assets this operator updates (see :meth:`paimon_outlet_tables`)."""
         from airflow_provider_paimon.assets import asset_for
 
-        warehouse = self._ol_warehouse()
-        return [asset_for(warehouse, table, branch) for table, branch in self.paimon_outlet_tables()]
+        warehouse, options = self._ol_warehouse(), self._ol_catalog_options()
+        return [
+            asset_for(warehouse, table, branch, catalog_options=options)
+            for table, branch in self.paimon_outlet_tables()
+        ]
 
     def add_paimon_outlets(self, result: dict[str, Any] | None) -> list[Any]:
         """Add the written tables' assets to ``outlets`` when the run changed them; return those added."""

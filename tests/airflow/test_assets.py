@@ -214,3 +214,63 @@ def test_data_aware_schedule_on_a_paimon_table(warehouse, airflow_db):
             select(AssetDagRunQueue.target_dag_id).where(AssetDagRunQueue.asset_id == asset.id)
         ).all()
         assert queued == ["paimon_asset_consumer"]
+
+
+REST = {"metastore": "rest", "uri": "https://Rest-Server:8080/api"}
+
+
+def test_rest_catalog_asset_and_dataset_agree():
+    """A REST catalog's warehouse is a catalog name: the asset and the dataset name the server + catalog."""
+    from airflow.sdk import Asset
+
+    uri = asset_uri("my_catalog", "sales.orders", "fix", REST)
+    assert uri == "paimon://rest-server:8080/api/my_catalog/sales/orders?branch=fix&catalog=rest"
+    ref = parse_asset_uri(uri)
+    expected = paimon_dataset("my_catalog", "sales", "orders", branch="fix", catalog_options=REST)
+    assert expected.namespace == "paimon+rest://rest-server:8080/api/my_catalog"
+    assert (ref.warehouse, ref.openlineage_name) == (expected.namespace, expected.name)
+    assert ref.uri == uri
+    assert asset_for("my_catalog", "sales.orders", "fix", catalog_options=REST).uri == uri
+    assert Asset("paimon://REST-SERVER:8080/api/my_catalog/sales/orders?catalog=REST&branch=fix").uri == uri
+    dataset = convert_asset_to_openlineage(Asset(uri), None)
+    assert (dataset.namespace, dataset.name) == (expected.namespace, expected.name)
+    assert dataset.facets["catalog"] == expected.facets["catalog"]
+    assert "symlinks" not in dataset.facets
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("paimon://srv/cat/db/t?catalog=jdbc", "the only catalog named in a URI is 'rest'"),
+        ("paimon://srv/cat/db/t?catalog=rest&fs=s3", "has no fs"),
+        ("paimon:///cat/db/t?catalog=rest", "paimon://<server>[/path]/<catalog>/<db>/<table>"),
+        ("paimon://srv/db/t?catalog=rest", "paimon://<server>[/path]/<catalog>/<db>/<table>"),
+        ("paimon://srv/cat/db/t?fs=paimon%2Brest", "not a file system scheme"),
+    ],
+)
+def test_bad_rest_catalog_uris(uri, message):
+    with pytest.raises(ValueError, match="invalid Paimon asset URI") as err:
+        parse_asset_uri(uri)
+    assert message in str(err.value)
+
+
+def test_operators_name_a_rest_catalog_table_by_server_and_catalog(monkeypatch):
+    """An operator on a REST-catalog connection: its OpenLineage datasets and its outlet
+    asset use the REST namespace, not a path under the current directory."""
+    import json
+
+    from airflow_provider_paimon.operators.compaction import CompactionOperator
+
+    # port 9 (discard): nothing listens, so any metadata call fails fast and is skipped
+    options = {"metastore": "rest", "uri": "http://127.0.0.1:9"}
+    conn = {"conn_type": "paimon", "host": "my_catalog", "password": "tok3n", "extra": options}
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_REST", json.dumps(conn))
+    op = CompactionOperator(task_id="compact", table="sales.orders", paimon_conn_id="paimon_rest")
+    namespace = "paimon+rest://127.0.0.1:9/my_catalog"
+    dataset = op._ol_dataset("output", "sales.orders", None, None, schema=False)
+    assert (dataset.namespace, dataset.name) == (namespace, "sales.orders")
+    assert dataset.facets["catalog"].type == "rest"
+    (asset,) = op.paimon_assets()
+    assert asset.uri == "paimon://127.0.0.1:9/my_catalog/sales/orders?catalog=rest"
+    assert parse_asset_uri(asset.uri).warehouse == namespace
+    assert "tok3n" not in asset.uri + repr(dataset)

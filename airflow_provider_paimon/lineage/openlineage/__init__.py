@@ -52,7 +52,16 @@ from .facets import (
     PaimonTableSnapshot,
     paimon_batch_schema_path,
 )
-from .naming import dataset_name, location_identifier, table_location, warehouse_namespace
+from .naming import (
+    REST_SCHEME,
+    catalog_type,
+    dataset_name,
+    is_rest_namespace,
+    location_identifier,
+    rest_namespace,
+    table_location,
+    warehouse_namespace,
+)
 
 __all__ = [
     "CONF_PREFIX",
@@ -70,6 +79,7 @@ __all__ = [
     "PAIMON_BATCH_SCHEMA_URL",
     "PARENT_CONF_KEYS",
     "PRODUCER",
+    "REST_SCHEME",
     "DatasetStats",
     "EmitterSettings",
     "PaimonBatchRunFacet",
@@ -78,13 +88,16 @@ __all__ = [
     "PaimonTableRef",
     "PaimonTableSnapshot",
     "SchemaField",
+    "catalog_type",
     "dataset_name",
+    "is_rest_namespace",
     "job_type_facet",
     "location_identifier",
     "paimon_batch_schema_path",
     "paimon_dataset",
     "parent_run_facet",
     "resolve_settings",
+    "rest_namespace",
     "schema_fields_from_arrow",
     "schema_fields_from_paimon",
     "table_location",

@@ -27,7 +27,14 @@ from openlineage.client.facet_v2 import (
 )
 
 from .facets import PRODUCER
-from .naming import dataset_name, location_identifier, table_location, warehouse_namespace
+from .naming import (
+    catalog_type,
+    dataset_name,
+    is_rest_namespace,
+    location_identifier,
+    table_location,
+    warehouse_namespace,
+)
 
 __all__ = [
     "DatasetStats",
@@ -82,22 +89,27 @@ def paimon_dataset(
     table_path: str | None = None,
     stats: DatasetStats | Mapping[str, Any] | None = None,
     kind: Literal["input", "output"] = "input",
+    catalog_options: Mapping[str, Any] | None = None,
 ) -> InputDataset | OutputDataset:
     """An OpenLineage dataset for ``database.table`` (on ``branch``) in a warehouse.
 
-    - namespace: :func:`warehouse_namespace` of ``warehouse_uri``; name ``db.table``
-      or ``db.table$branch_NAME``;
+    - namespace: :func:`warehouse_namespace` of ``warehouse_uri`` (and of the catalog
+      options, which matter for a REST catalog: ``paimon+rest://server/catalog``);
+      name ``db.table`` or ``db.table$branch_NAME``;
     - ``version``: the snapshot id (as a string) when known;
     - ``schema``: from ``schema_fields`` (``SchemaDatasetFacetFields``, a pyarrow
       schema, or pypaimon ``DataField``s), nested fields for ROW types;
     - ``symlinks``: the physical table folder (``table_path``, default
-      ``WH/db.db/table``) as a LOCATION identifier;
-    - ``catalog``: framework ``paimon``, with the warehouse URI;
+      ``WH/db.db/table``; none for a REST catalog unless ``table_path`` is given, its
+      server places the files) as a LOCATION identifier;
+    - ``catalog``: framework ``paimon``, type ``filesystem`` / ``jdbc`` / ``rest``, with
+      the warehouse URI (for a REST catalog: name = the catalog name, no warehouse URI);
     - ``inputStatistics`` / ``outputStatistics`` (by ``kind``) from ``stats``.
     """
     if kind not in ("input", "output"):
         raise ValueError(f"kind must be 'input' or 'output', not {kind!r}")
-    namespace = warehouse_namespace(warehouse_uri)
+    namespace = warehouse_namespace(warehouse_uri, catalog_options)
+    rest = is_rest_namespace(namespace)
     name = dataset_name(database, table, branch)
     facets: dict[str, DatasetFacet] = {}
     if snapshot_id is not None:
@@ -107,19 +119,20 @@ def paimon_dataset(
     fields = _coerce_schema_fields(schema_fields)
     if fields is not None:
         facets["schema"] = schema_dataset.SchemaDatasetFacet(fields=fields, producer=PRODUCER)
-    location = table_path or table_location(warehouse_uri, database, table)
-    loc_namespace, loc_name = location_identifier(location)
-    facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
-        identifiers=[
-            symlinks_dataset.Identifier(namespace=loc_namespace, name=loc_name, type="LOCATION")
-        ],
-        producer=PRODUCER,
-    )
+    location = table_path or (None if rest else table_location(namespace, database, table))
+    if location is not None:
+        loc_namespace, loc_name = location_identifier(location)
+        facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
+            identifiers=[
+                symlinks_dataset.Identifier(namespace=loc_namespace, name=loc_name, type="LOCATION")
+            ],
+            producer=PRODUCER,
+        )
     facets["catalog"] = catalog_dataset.CatalogDatasetFacet(
         framework="paimon",
-        type="filesystem",
-        name="paimon",
-        warehouseUri=namespace,
+        type="rest" if rest else catalog_type(catalog_options),
+        name=namespace.rsplit("/", 1)[-1] if rest else "paimon",
+        warehouseUri=None if rest else namespace,
         source="spark",
         producer=PRODUCER,
     )

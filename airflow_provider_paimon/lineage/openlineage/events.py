@@ -40,6 +40,7 @@ from airflow_provider_paimon import __version__
 
 from .datasets import DatasetStats, SchemaField, paimon_dataset
 from .facets import PAIMON_BATCH_FACET_KEY, PRODUCER, PaimonBatchRunFacet, PaimonTableSnapshot
+from .naming import warehouse_namespace
 
 __all__ = [
     "PARENT_CONF_KEYS",
@@ -133,6 +134,9 @@ class PaimonTableRef:
     schema_fields: Sequence[SchemaField] | Any | None = field(default=None, compare=False)
     table_path: str | None = None
     stats: DatasetStats | Mapping[str, Any] | None = field(default=None, compare=False)
+    # The catalog's options (``metastore``, ``uri``): they name a REST catalog's namespace.
+    # Kept out of repr: they may hold a token.
+    catalog_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def dataset(self, kind: str) -> InputDataset | OutputDataset:
         return paimon_dataset(
@@ -145,11 +149,13 @@ class PaimonTableRef:
             table_path=self.table_path,
             stats=self.stats,
             kind=kind,  # type: ignore[arg-type]
+            catalog_options=self.catalog_options,
         )
 
     def snapshot(self) -> PaimonTableSnapshot:
         return PaimonTableSnapshot.of(
-            self.warehouse, self.database, self.table, self.branch, self.snapshot_id
+            warehouse_namespace(self.warehouse, self.catalog_options) if self.warehouse else None,
+            self.database, self.table, self.branch, self.snapshot_id,
         )
 
 
