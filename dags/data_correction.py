@@ -1,24 +1,32 @@
 """Data correction without stopping the pipeline (seed 004), as one Airflow DAG.
 
-    validate -> tag_main -> create_branch -> run_corrected_job -> wait_catch_up
-             -> replace_main -> check_main -> cleanup_wanted -> delete_branch
+    validate -> tag_main -> create_branch -+-> run_corrected_job -+-> replace_main
+                                           +-> wait_catch_up -----+
+             replace_main -> check_main -> cleanup_wanted -> delete_branch -> delete_checkpoint
 
 1. ``validate`` checks every param against the warehouse before anything changes:
    unknown sink or source table, a branch or tag name that is invalid or already
-   exists, a job name with no script in ``dags/jobs/``, a bad lag or lineage URL.
-   A bad run fails here, with a message naming the param, and nothing is changed.
+   exists, a job name with no script in ``dags/jobs/``, a bad lag or lineage URL, a
+   checkpoint folder left by an earlier run. A bad run fails here, with a message
+   naming the param, and nothing is changed.
 2. ``tag_main`` tags main's latest snapshot (the point the correction starts from).
 3. ``create_branch`` creates the branch from that tag.
-4. ``run_corrected_job`` spark-submits the corrected job (``--version fixed``) into
-   the branch, reading the source on main and recording its batch in the lineage
-   store (source snapshot consumed, branch snapshot produced).
-5. ``wait_catch_up`` (``SnapshotCatchUpSensor``) waits until the job has consumed
-   the source's latest snapshot, within ``max_lag`` data snapshots.
-6. ``replace_main`` makes main read exactly as the branch does, keeping the old main
-   as a backup branch (``backup_name``, or a name the job picks) so it can be undone.
+4. ``run_corrected_job`` spark-submits the corrected job (``--version fixed --mode
+   stream``): a streaming query from the source (on main) into the branch, exactly
+   once through its checkpoint, run with ``availableNow`` (drain, then stop). Its
+   first run empties the branch (it starts as a copy of the buggy main). The lineage
+   capture records every micro-batch (source snapshot consumed, branch snapshot made).
+5. ``wait_catch_up`` (``SnapshotCatchUpSensor``) runs *alongside* the job: it waits
+   until the job has consumed the source's latest snapshot, within ``max_lag`` data
+   snapshots. It waits in ``reschedule`` mode, or in the triggerer when Airflow's
+   ``[operators] default_deferrable`` is on; either way it holds no worker slot while
+   the job runs, and it starts first (higher priority) so it never queues behind it.
+6. ``replace_main`` (after both) makes main read exactly as the branch does, keeping
+   the old main as a backup branch (``backup_name``, or a name the job picks).
 7. ``check_main`` reads main with plain pypaimon and verifies it holds the corrected
    rows (the job's ``verify``), and that the backup exists.
-8. ``delete_branch`` (only when ``cleanup`` is true) deletes the correction branch.
+8. ``delete_branch`` and ``delete_checkpoint`` (only when ``cleanup`` is true) delete
+   the correction branch and the corrected job's checkpoint.
 
 Run it from the UI/CLI with a conf, or in Python with ``dag.test(run_conf={...})``.
 Connections: ``spark_default`` (where jobs run) and, when the ``warehouse`` param is
@@ -41,12 +49,7 @@ _DAGS_DIR = str(Path(__file__).resolve().parent)
 if _DAGS_DIR not in sys.path:
     sys.path.insert(0, _DAGS_DIR)
 from correction_tasks import (  # noqa: E402
-    CorrectionBranchCreateOperator,
-    CorrectionBranchDeleteOperator,
-    CorrectionCatchUpSensor,
-    CorrectionReplaceMainOperator,
-    CorrectionTagCreateOperator,
-    PaimonScriptOperator,
+    JOBS_DIR,
     job_path,
     load_job_module,
     paimon_hook_for,
@@ -54,11 +57,53 @@ from correction_tasks import (  # noqa: E402
 )
 
 from airflow_provider_paimon.lineage.url import default_url  # noqa: E402
+from airflow_provider_paimon.operators.branch import (  # noqa: E402
+    BranchCreateOperator,
+    BranchDeleteOperator,
+    ReplaceMainBranchOperator,
+)
+from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator  # noqa: E402
+from airflow_provider_paimon.operators.tag import TagCreateOperator  # noqa: E402
+from airflow_provider_paimon.sensors.catchup import SnapshotCatchUpSensor  # noqa: E402
 
 DAG_ID = "paimon_data_correction"
 #: the corrected job's name in Spark and the lineage store (what the sensor follows)
 CORRECTED_JOB_NAME = "{{ params.job }}.fixed.{{ params.branch }}"
 W = "{{ params.warehouse }}"
+#: values ``validate`` resolved (warehouse from the connection when the param is blank)
+VALIDATED = "ti.xcom_pull(task_ids='validate')"
+
+
+def default_checkpoint(warehouse: str, table: str, branch: str) -> str:
+    """Where the corrected job's streaming checkpoint lives unless the ``checkpoint`` param says.
+
+    Beside the table data, in the warehouse's ``_checkpoints`` folder (not a database:
+    catalogs ignore it), one folder per table and branch.
+    """
+    return f"{warehouse.rstrip('/')}/_checkpoints/{table}/{branch}"
+
+
+def _filesystem(path: str) -> tuple[Any, str]:
+    from pyarrow import fs
+
+    return fs.FileSystem.from_uri(path if "://" in path else f"file://{os.path.abspath(path)}")
+
+
+def path_exists(path: str) -> bool:
+    """Whether a local path or a URI (any pyarrow file system) exists."""
+    from pyarrow import fs
+
+    filesystem, inner = _filesystem(path)
+    return filesystem.get_file_info(inner).type != fs.FileType.NotFound
+
+
+def delete_folder(path: str) -> bool:
+    """Delete a folder (local path or URI) if it exists; whether it did."""
+    if not path_exists(path):
+        return False
+    filesystem, inner = _filesystem(path)
+    filesystem.delete_dir(inner)
+    return True
 
 
 def validate_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +162,18 @@ def validate_params(params: dict[str, Any]) -> dict[str, Any]:
             fail(f"backup_name: {err}")
         if hook.branch_exists(table, backup):
             fail(f"backup branch {backup!r} already exists on {table}")
-    return {"warehouse": hook.warehouse, "main_snapshot_id": hook.get_latest_snapshot_id(table)}
+    checkpoint = (params.get("checkpoint") or "").strip() or default_checkpoint(hook.warehouse, table, branch)
+    if path_exists(checkpoint):
+        fail(
+            f"checkpoint {checkpoint!r} already exists (left by an earlier correction into a "
+            f"branch named {branch!r}?): the job would resume from it; delete it or pick "
+            "another branch or checkpoint"
+        )
+    return {
+        "warehouse": hook.warehouse,
+        "checkpoint": checkpoint,
+        "main_snapshot_id": hook.get_latest_snapshot_id(table),
+    }
 
 
 def check_corrected_main(params: dict[str, Any], replaced: dict[str, Any]) -> dict[str, Any]:
@@ -164,6 +220,9 @@ with DAG(
         "lineage_url": Param(default_url(), type="string", description="lineage store SQLAlchemy URL"),
         "backup_name": Param("", type="string", description="backup branch of the old main; blank: auto"),
         "cleanup": Param(False, type="boolean", description="delete the branch at the end"),
+        "checkpoint": Param(
+            "", type="string", description="corrected job's checkpoint; blank: <warehouse>/_checkpoints/<table>/<branch>"
+        ),
     },
 ) as dag:
 
@@ -172,38 +231,49 @@ with DAG(
         """Fail fast on bad params (nothing changed)."""
         return validate_params(params or {})
 
-    tag_main = CorrectionTagCreateOperator(
+    tag_main = TagCreateOperator(
         task_id="tag_main", warehouse=W, table="{{ params.table }}", tag="{{ params.tag }}"
     )
-    create_branch = CorrectionBranchCreateOperator(
+    create_branch = BranchCreateOperator(
         task_id="create_branch",
         warehouse=W,
         table="{{ params.table }}",
         branch="{{ params.branch }}",
         tag="{{ params.tag }}",
     )
-    run_corrected_job = PaimonScriptOperator(
+    run_corrected_job = PaimonSparkSubmitOperator(
         task_id="run_corrected_job",
-        job="{{ params.job }}",
-        warehouse=W,
-        source="{{ params.source_table }}",
-        sink="{{ params.table }}",
-        branch="{{ params.branch }}",
-        version="fixed",
+        application=f"{JOBS_DIR}/{{{{ params.job }}}}.py",
+        application_args=[
+            "--warehouse", f"{{{{ {VALIDATED}['warehouse'] }}}}",
+            "--source", "{{ params.source_table }}",
+            "--sink", "{{ params.table }}",
+            "--branch", "{{ params.branch }}",
+            "--version", "fixed",
+            "--mode", "stream",
+            "--checkpoint", f"{{{{ {VALIDATED}['checkpoint'] }}}}",
+        ],
         lineage_url="{{ params.lineage_url }}",
-        job_name=CORRECTED_JOB_NAME,
+        lineage_job=CORRECTED_JOB_NAME,
+        name=CORRECTED_JOB_NAME,
     )
-    wait_catch_up = CorrectionCatchUpSensor(
+    wait_catch_up = SnapshotCatchUpSensor(
         task_id="wait_catch_up",
         warehouse=W,
         table="{{ params.table }}",
         branch="{{ params.branch }}",
         job=CORRECTED_JOB_NAME,
-        max_lag="{{ params.max_lag }}",
+        lineage_url="{{ params.lineage_url }}",
+        max_lag_snapshots="{{ params.max_lag }}",
+        # started alongside the job, which records its first lineage a little later
+        wait_for_job_start=True,
+        mode="reschedule",
         poke_interval=5,
-        timeout=600,
+        timeout=1800,
+        # start before the job: waiting costs no slot, so it never queues behind it
+        priority_weight=2,
     )
-    replace_main = CorrectionReplaceMainOperator(
+    replace_main = ReplaceMainBranchOperator(
         task_id="replace_main",
         warehouse=W,
         table="{{ params.table }}",
@@ -221,10 +291,16 @@ with DAG(
         """Go on to delete the branch only when the ``cleanup`` param is true."""
         return bool((params or {}).get("cleanup"))
 
-    delete_branch = CorrectionBranchDeleteOperator(
+    delete_branch = BranchDeleteOperator(
         task_id="delete_branch", warehouse=W, table="{{ params.table }}", branch="{{ params.branch }}"
     )
 
+    @task
+    def delete_checkpoint(validated: dict[str, Any]) -> dict[str, Any]:
+        """The corrected job's checkpoint is of no use once its branch is gone."""
+        return {"checkpoint": validated["checkpoint"], "deleted": delete_folder(validated["checkpoint"])}
+
+    validated = validate()
     checked = check_main(replace_main.output)
-    validate() >> tag_main >> create_branch >> run_corrected_job >> wait_catch_up >> replace_main
-    checked >> cleanup_wanted() >> delete_branch
+    validated >> tag_main >> create_branch >> [run_corrected_job, wait_catch_up] >> replace_main
+    checked >> cleanup_wanted() >> delete_branch >> delete_checkpoint(validated)

@@ -23,9 +23,12 @@ from airflow.sdk import DAG, Param
 _DAGS_DIR = str(Path(__file__).resolve().parent)
 if _DAGS_DIR not in sys.path:
     sys.path.insert(0, _DAGS_DIR)
-from correction_tasks import PaimonScriptOperator  # noqa: E402
+from correction_tasks import job_path, resolve_warehouse  # noqa: E402
 
 from airflow_provider_paimon.lineage.url import default_url  # noqa: E402
+from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator  # noqa: E402
+
+JOB_NAME = "enrich_orders.original"
 
 with DAG(
     "paimon_etl_original",
@@ -34,6 +37,7 @@ with DAG(
     catchup=False,
     doc_md=__doc__,
     tags=["paimon", "example"],
+    user_defined_macros={"paimon_warehouse": resolve_warehouse},
     params={
         "warehouse": Param(os.environ.get("PAIMON_WAREHOUSE", ""), type="string"),
         "table": Param("db.orders_enriched", type="string"),
@@ -41,13 +45,17 @@ with DAG(
         "lineage_url": Param(default_url(), type="string"),
     },
 ) as dag:
-    PaimonScriptOperator(
+    PaimonSparkSubmitOperator(
         task_id="enrich_orders",
-        job="enrich_orders",
-        warehouse="{{ params.warehouse }}",
-        source="{{ params.source_table }}",
-        sink="{{ params.table }}",
-        version="buggy",
+        application=str(job_path("enrich_orders")),
+        application_args=[
+            "--warehouse", "{{ paimon_warehouse(params.warehouse) }}",
+            "--source", "{{ params.source_table }}",
+            "--sink", "{{ params.table }}",
+            "--version", "buggy",
+            "--mode", "batch",
+        ],
         lineage_url="{{ params.lineage_url }}",
-        job_name="enrich_orders.original",
+        lineage_job=JOB_NAME,
+        name=JOB_NAME,
     )

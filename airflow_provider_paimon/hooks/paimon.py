@@ -109,6 +109,26 @@ class PaimonHook(BaseHook):
         self._warehouse_override = warehouse
         self._options_override = {str(k): str(v) for k, v in (catalog_options or {}).items()}
 
+    @classmethod
+    def for_task(
+        cls,
+        warehouse: str | None = None,
+        paimon_conn_id: str | None = None,
+        catalog_options: dict[str, Any] | None = None,
+    ) -> PaimonHook:
+        """The hook an operator or sensor uses: an explicit warehouse, else a connection.
+
+        Templated values arrive as strings, so blank means "not given". With a
+        ``warehouse``, the connection is read only when ``paimon_conn_id`` names one (for
+        its catalog options and credentials); without, the connection (default
+        ``paimon_default``) must name the warehouse.
+        """
+        warehouse = (warehouse or "").strip() or None
+        conn_id = (paimon_conn_id or "").strip()
+        if warehouse is None and not conn_id:
+            conn_id = cls.default_conn_name
+        return cls(paimon_conn_id=conn_id, warehouse=warehouse, catalog_options=catalog_options)
+
     # -- connection form (Airflow reads the declarative copy in get_provider_info) --
 
     @classmethod

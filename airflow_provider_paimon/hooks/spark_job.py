@@ -68,6 +68,12 @@ class PaimonSparkJobHook(SparkSubmitHook):
     :param conf: Spark configuration passed through as ``--conf``.
     :param name: the Spark application name (operators use ``{dag_id}.{task_id}``).
     :param py_files: extra ``--py-files`` entries, added after the package zip.
+    :param application: run this script instead of the package's launcher; then
+        ``job_args`` are its whole command line and ``family`` only labels messages.
+    :param secret_env: more environment variables holding secrets for the driver
+        (e.g. ``PAIMON_LINEAGE_URL``); like ``secret_options``, never on the command line.
+    :param require_result: fail when the job prints no ``PAIMON_RESULT`` line (our jobs
+        always do; a user's application may not).
     :param spark_kwargs: any other ``SparkSubmitHook`` argument (memory, cores, ...).
     """
 
@@ -82,6 +88,9 @@ class PaimonSparkJobHook(SparkSubmitHook):
         name: str = "paimon-job",
         py_files: list[str] | None = None,
         deploy_mode: str | None = "client",
+        application: str | None = None,
+        secret_env: dict[str, str] | None = None,
+        require_result: bool = True,
         **spark_kwargs: Any,
     ) -> None:
         if deploy_mode == "cluster":
@@ -98,6 +107,9 @@ class PaimonSparkJobHook(SparkSubmitHook):
         self.family = family
         self.job_args = list(job_args)
         self._secret_options = dict(secret_options or {})
+        self._secret_env = dict(secret_env or {})
+        self.application = application or launcher_path()
+        self.require_result = require_result
         self.result: dict[str, Any] | None = None
         self.job_error: str | None = None
         super().__init__(
@@ -105,7 +117,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
             conn_id=spark_conn_id,
             py_files=",".join([build_py_files_zip(), *(py_files or [])]),
             name=name,
-            application_args=[family, *self.job_args],
+            application_args=self.job_args if application else [family, *self.job_args],
             deploy_mode=deploy_mode,
             **spark_kwargs,
         )
@@ -117,21 +129,22 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     def build_command(self) -> list[str]:
         """The full spark-submit command line, as it will be run (for checks and tests)."""
-        return self._build_spark_submit_command(launcher_path())
+        return self._build_spark_submit_command(self.application)
 
     def job_environment(self) -> dict[str, str]:
         """The environment of the spark-submit process: ours, plus the secret options."""
         env = dict(os.environ)
         if self._secret_options:
             env[CATALOG_OPTIONS_ENV] = json.dumps(self._secret_options, sort_keys=True)
+        env.update(self._secret_env)
         return env
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> dict[str, Any] | None:
         """Submit, wait, and return the job's result; raise ``PaimonJobError`` on failure."""
         self.result = None
         self.job_error = None
         try:
-            self.submit(launcher_path(), env=self.job_environment())
+            self.submit(self.application, env=self.job_environment())
         except AirflowException as err:
             exit_code = getattr(self._submit_sp, "returncode", None)
             if self.job_error is not None:
@@ -147,7 +160,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 exit_code,
                 self.family,
             ) from None
-        if self.result is None:
+        if self.result is None and self.require_result:
             raise PaimonJobError(
                 f"Paimon {self.family} job finished without a {RESULT_PREFIX.strip()} line; "
                 "is the launcher's stdout reaching spark-submit (client deploy mode)?",

@@ -1,1 +1,2 @@
-"""Airflow operators: branch, tag and compaction operations submitted as Spark jobs."""
+"""Airflow operators: branch, tag and compaction operations submitted as Spark jobs, lineage
+upkeep, and ``PaimonSparkSubmitOperator`` for your own jobs on the ``paimon`` data source."""

@@ -40,7 +40,11 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     """Base class: check, submit ``launcher.py FAMILY ARGS`` via spark-submit, return the result.
 
     :param table: the table as ``database.table`` (templated).
-    :param paimon_conn_id: ``paimon`` connection naming the warehouse and catalog options.
+    :param warehouse: the warehouse path/URI (templated, e.g. from a DAG param); blank:
+        the ``paimon_conn_id`` connection's.
+    :param paimon_conn_id: ``paimon`` connection naming the warehouse and catalog options
+        (default ``paimon_default`` when no ``warehouse`` is given; with a ``warehouse``,
+        read only when named, for its catalog options and credentials).
     :param spark_conn_id: ``spark`` connection naming the master (default ``spark_default``).
     :param conf: Spark configuration (``--conf``), templated.
     :param spark_name: Spark application name; default ``{dag_id}.{task_id}``.
@@ -51,14 +55,15 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     job_family: ClassVar[str] = ""
     #: sub-command of the family (``create``, ``fast-forward``...); empty for single-action families
     action: ClassVar[str] = ""
-    template_fields: Sequence[str] = ("table", "conf", "spark_name")
+    template_fields: Sequence[str] = ("table", "warehouse", "paimon_conn_id", "conf", "spark_name")
     ui_color = "#d3eafc"
 
     def __init__(
         self,
         *,
         table: str,
-        paimon_conn_id: str = PaimonHook.default_conn_name,
+        warehouse: str | None = None,
+        paimon_conn_id: str | None = None,
         spark_conn_id: str = "spark_default",
         conf: dict[str, Any] | None = None,
         spark_name: str | None = None,
@@ -67,6 +72,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.table = table
+        self.warehouse = warehouse
         self.paimon_conn_id = paimon_conn_id
         self.spark_conn_id = spark_conn_id
         self.conf = conf or {}
@@ -105,7 +111,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
 
     @cached_property
     def paimon_hook(self) -> PaimonHook:
-        return PaimonHook(paimon_conn_id=self.paimon_conn_id)
+        return PaimonHook.for_task(self.warehouse, self.paimon_conn_id)
 
     def fail(self, message: str) -> None:
         """Stop before submitting, with a message that says what is wrong."""

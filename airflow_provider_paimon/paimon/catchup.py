@@ -39,6 +39,15 @@ class JobNotFoundError(CatchUpError, LookupError):
     """The lineage store has no table lineage for the job."""
 
 
+class JobNotStartedError(JobNotFoundError):
+    """The store knows nothing at all of the job (no source and no sink lineage).
+
+    Permanent by default (usually a wrong job name); a check made with
+    ``wait_for_job_start`` treats it as "not caught up yet" instead, for a job that is
+    launched at the same time as the wait begins.
+    """
+
+
 class ConsumerNotFoundError(CatchUpError, LookupError):
     """No consumer file ``consumer/consumer-<id>`` on the source's branch."""
 
@@ -117,20 +126,28 @@ class CatchUpResult:
 
     sources: tuple[SourceProgress, ...]
     max_lag_snapshots: int
+    #: why progress is not known yet (e.g. the job has recorded no lineage so far)
+    pending: str | None = None
     caught_up: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "caught_up", all(p.caught_up for p in self.sources))
+        done = self.pending is None and all(p.caught_up for p in self.sources)
+        object.__setattr__(self, "caught_up", done)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form: what the sensor pushes to XCom and the trigger sends."""
-        return {
+        out: dict[str, Any] = {
             "caught_up": self.caught_up,
             "max_lag_snapshots": self.max_lag_snapshots,
             "sources": [p.to_dict() for p in self.sources],
         }
+        if self.pending is not None:
+            out["pending"] = self.pending
+        return out
 
     def summary(self) -> str:
+        if self.pending is not None and not self.sources:
+            return self.pending
         parts = [
             f"{p.source.display}: consumed {p.consumed if p.consumed is not None else 'nothing'}"
             f" of {p.latest if p.latest is not None else 'no snapshot'} (lag {p.lag})"
@@ -267,7 +284,7 @@ def resolve_job_sources(
     if not known:
         sinks = store.job_sinks(job)
         if not sinks:
-            raise JobNotFoundError(
+            raise JobNotStartedError(
                 f"job {job!r} has no table lineage in the store: it has not run with "
                 f"lineage capture yet (expected it to write {sink.display}); check the "
                 "job name (the Spark app name or spark.paimon.lineage.job)"
@@ -311,6 +328,8 @@ class CatchUpSpec:
     sources: tuple[SourceRef, ...] | None = None
     max_lag_snapshots: int = 0
     warehouse_options: Mapping[str, str] = field(default_factory=dict)
+    #: a job the store does not know yet is "not caught up" rather than an error
+    wait_for_job_start: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.job) == bool(self.consumer_id):
@@ -355,10 +374,19 @@ def check_catch_up(
     sink = spec.sink
     load_table(catalog, sink.name, sink.branch)  # unknown table/branch fail here
 
+    pending: str | None = None
     if spec.job:
         if store is None:
             raise InvalidArgumentError("job given but no lineage store to read its progress from")
-        sources = resolve_job_sources(store, spec.job, sink, spec.sources)
+        try:
+            sources = resolve_job_sources(store, spec.job, sink, spec.sources)
+        except JobNotStartedError:
+            if not spec.wait_for_job_start:
+                raise
+            pending = f"job {spec.job!r} has recorded no lineage yet (waiting for it to start)"
+            if not spec.sources:
+                return CatchUpResult((), spec.max_lag_snapshots, pending=pending)
+            sources = list(dict.fromkeys(spec.sources))  # known sources, nothing consumed yet
     else:
         sources = list(dict.fromkeys(spec.sources or ()))
 
@@ -373,7 +401,10 @@ def check_catch_up(
             consumed[source] = store.consumed(spec.job, source)  # type: ignore[union-attr]
         else:
             consumed[source] = consumed_from_consumer_file(table, str(spec.consumer_id), source)
-    return compute_catch_up(sources, consumed, latest, spec.max_lag_snapshots, kinds)
+    result = compute_catch_up(sources, consumed, latest, spec.max_lag_snapshots, kinds)
+    if pending is not None:  # never "caught up" before the job has recorded anything
+        return CatchUpResult(result.sources, result.max_lag_snapshots, pending=pending)
+    return result
 
 
 # Errors that a later poke can outlive: connection refused/reset, timeouts, a

@@ -7,9 +7,15 @@ lineage (``job=``) or from a Paimon consumer file (``consumer_id=``); the work i
 ``airflow_provider_paimon.paimon.catchup``, shared with the trigger.
 
 Modes follow Airflow 3 sensors: ``poke`` and ``reschedule`` run the check on a worker;
-``deferrable=True`` hands the wait to ``SnapshotCatchUpTrigger`` in the triggerer (no
-worker slot held). Whichever way, the XCom result is the per-source consumed and
-latest snapshot ids.
+``deferrable=True`` (default: Airflow's ``[operators] default_deferrable``) checks once
+and, when not caught up yet, hands the wait to ``SnapshotCatchUpTrigger`` in the
+triggerer (no worker slot held). Whichever way, the XCom result is the per-source
+consumed and latest snapshot ids.
+
+Every argument naming *what* to check is templated (table, branch, job, consumer,
+sources, warehouse, connection ids, lineage URL and database, allowed lag), so a DAG
+can take them from params; a blank ``warehouse`` means "the ``paimon_conn_id``
+connection's".
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
@@ -39,21 +46,39 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
         ``{"table": "db.t", "branch": "b"}``; default: all the job reads.
     :param max_lag_snapshots: allowed number of data snapshots not yet consumed
         (COMPACT snapshots never count).
-    :param warehouse: warehouse path/URI (or take it from ``paimon_conn_id``).
+    :param warehouse: warehouse path/URI; blank: the ``paimon_conn_id`` connection's
+        (``paimon_default`` when none is named).
     :param warehouse_options: extra catalog options.
     :param paimon_conn_id: a ``paimon`` connection (warehouse and catalog options).
     :param lineage_conn_id: a connection naming the lineage store (preferred: keeps the
         password out of the DAG and the trigger table).
     :param lineage_url: or the store's SQLAlchemy URL directly.
     :param lineage_database: the store's database (``paimon`` on MySQL by default).
-    :param deferrable: wait in the triggerer instead of a worker.
+    :param wait_for_job_start: a job the lineage store knows nothing of yet counts as
+        "not caught up" instead of failing (for a job launched in parallel with this
+        sensor); a wrong job name then waits until ``timeout``.
+    :param deferrable: wait in the triggerer instead of a worker (default: Airflow's
+        ``[operators] default_deferrable``).
 
     Unknown table, branch, job or consumer, a source the job never read, or a store that
     refuses the connection fail the task at once (no retries); a store or warehouse that
     is briefly unreachable is retried at the next poke.
     """
 
-    template_fields: Sequence[str] = ("table", "branch", "job", "consumer_id", "sources", "warehouse")
+    template_fields: Sequence[str] = (
+        "table",
+        "branch",
+        "job",
+        "consumer_id",
+        "sources",
+        "max_lag_snapshots",
+        "warehouse",
+        "warehouse_options",
+        "paimon_conn_id",
+        "lineage_conn_id",
+        "lineage_url",
+        "lineage_database",
+    )
     ui_color = "#c8e6f5"
 
     def __init__(
@@ -64,14 +89,15 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
         job: str | None = None,
         consumer_id: str | None = None,
         sources: list[Any] | None = None,
-        max_lag_snapshots: int = 0,
+        max_lag_snapshots: int | str = 0,
         warehouse: str | None = None,
         warehouse_options: dict[str, str] | None = None,
         paimon_conn_id: str | None = None,
         lineage_conn_id: str | None = None,
         lineage_url: str | None = None,
         lineage_database: str | None = None,
-        deferrable: bool = False,
+        wait_for_job_start: bool = False,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -81,9 +107,7 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
             raise ValueError("consumer_id needs sources (the tables whose consumer/ holds its progress)")
         if job and not (lineage_conn_id or lineage_url):
             raise ValueError("job needs the lineage store: give lineage_conn_id or lineage_url")
-        if not (warehouse or paimon_conn_id):
-            raise ValueError("give warehouse or paimon_conn_id")
-        if max_lag_snapshots < 0:
+        if isinstance(max_lag_snapshots, int) and max_lag_snapshots < 0:
             raise ValueError("max_lag_snapshots must be >= 0")
         self.table = table
         self.branch = branch
@@ -97,24 +121,30 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
         self.lineage_conn_id = lineage_conn_id
         self.lineage_url = lineage_url
         self.lineage_database = lineage_database
+        self.wait_for_job_start = wait_for_job_start
         self.deferrable = deferrable
         self._checker: CatchUpChecker | None = None
 
     def check_kwargs(self) -> dict[str, Any]:
-        """The check's arguments as plain values (what the trigger serializes)."""
+        """The check's arguments as plain values (what the trigger serializes).
+
+        Templated values arrive as strings: blanks mean "not given", the lag becomes an
+        int (a bad one fails the task with a message naming it).
+        """
         return {
             "table": self.table,
-            "branch": self.branch,
-            "job": self.job,
-            "consumer_id": self.consumer_id,
-            "sources": self.sources,
-            "max_lag_snapshots": self.max_lag_snapshots,
-            "warehouse": self.warehouse,
+            "branch": _blank_to_none(self.branch) or "main",
+            "job": _blank_to_none(self.job),
+            "consumer_id": _blank_to_none(self.consumer_id),
+            "sources": self.sources or None,
+            "max_lag_snapshots": _lag(self.max_lag_snapshots),
+            "warehouse": _blank_to_none(self.warehouse),
             "warehouse_options": self.warehouse_options,
-            "paimon_conn_id": self.paimon_conn_id,
-            "lineage_url": self.lineage_url,
-            "lineage_conn_id": self.lineage_conn_id,
-            "lineage_database": self.lineage_database,
+            "paimon_conn_id": _blank_to_none(self.paimon_conn_id),
+            "lineage_url": _blank_to_none(self.lineage_url),
+            "lineage_conn_id": _blank_to_none(self.lineage_conn_id),
+            "lineage_database": _blank_to_none(self.lineage_database),
+            "wait_for_job_start": bool(self.wait_for_job_start),
         }
 
     def execute(self, context: Any) -> Any:
@@ -123,6 +153,14 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
                 return super().execute(context)
             finally:
                 self._close()
+        # Check once on the worker: a job that has already caught up needs no trigger.
+        try:
+            done = self.poke(context)
+        finally:
+            self._close()
+        if isinstance(done, PokeReturnValue) and done.is_done:
+            return done.xcom_value
+        self.log.info("deferring to the triggerer (poll every %ss)", self.poke_interval)
         self.defer(
             trigger=SnapshotCatchUpTrigger(
                 check=self.check_kwargs(),
@@ -174,3 +212,20 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
         checker, self._checker = self._checker, None
         if checker is not None:
             checker.close()
+
+
+def _blank_to_none(value: Any) -> Any:
+    if isinstance(value, str) and not value.strip():
+        return None
+    return value
+
+
+def _lag(value: Any) -> int:
+    """``max_lag_snapshots`` as an int >= 0 (templated values arrive as strings)."""
+    try:
+        lag = int(value)
+    except (TypeError, ValueError):
+        raise AirflowFailException(f"max_lag_snapshots must be an integer >= 0, got {value!r}") from None
+    if lag < 0:
+        raise AirflowFailException(f"max_lag_snapshots must be an integer >= 0, got {value!r}")
+    return lag

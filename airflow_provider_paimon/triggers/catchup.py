@@ -58,6 +58,7 @@ class CatchUpChecker:
         lineage_url: str | None = None,
         lineage_conn_id: str | None = None,
         lineage_database: str | None = None,
+        wait_for_job_start: bool = False,
     ) -> None:
         self.table = table
         self.branch = branch
@@ -71,6 +72,7 @@ class CatchUpChecker:
         self.lineage_url = lineage_url
         self.lineage_conn_id = lineage_conn_id
         self.lineage_database = lineage_database
+        self.wait_for_job_start = bool(wait_for_job_start)
         self._spec: CatchUpSpec | None = None
         self._store: Any = None
 
@@ -87,12 +89,21 @@ class CatchUpChecker:
                 sources=None if self.sources is None else tuple(SourceRef.parse(s) for s in self.sources),
                 max_lag_snapshots=self.max_lag_snapshots,
                 warehouse_options=options,
+                wait_for_job_start=self.wait_for_job_start,
             )
         return self._spec
 
     def check(self) -> CatchUpResult:
         spec = self.spec()
-        store = self._lineage_progress() if spec.job else None
+        store = None
+        if spec.job:
+            try:
+                store = self._lineage_progress()
+            except Exception as err:
+                # A job started alongside the wait creates the store with its first batch.
+                if not (spec.wait_for_job_start and _store_missing(err)):
+                    raise
+                store = NoLineageYet()
         return check_catch_up(spec, store)
 
     def close(self) -> None:
@@ -101,16 +112,19 @@ class CatchUpChecker:
             store.close()
 
     def _catalog_config(self) -> tuple[str, dict[str, str]]:
-        if self.paimon_conn_id:
-            from airflow_provider_paimon.hooks.paimon import PaimonHook
+        """Warehouse and options: ``warehouse`` alone, or through a ``paimon`` connection.
 
-            config = PaimonHook(
-                self.paimon_conn_id, warehouse=self.warehouse, catalog_options=self.warehouse_options
-            ).catalog_config
-            return config.warehouse, dict(config.options)
-        if not self.warehouse:
-            raise ValueError("give warehouse or paimon_conn_id (where the tables live)")
-        return self.warehouse, self.warehouse_options
+        With neither (e.g. a templated warehouse rendered blank), the default
+        ``paimon_default`` connection.
+        """
+        if self.warehouse and not self.paimon_conn_id:
+            return self.warehouse, self.warehouse_options
+        from airflow_provider_paimon.hooks.paimon import PaimonHook
+
+        config = PaimonHook.for_task(
+            self.warehouse, self.paimon_conn_id, catalog_options=self.warehouse_options
+        ).catalog_config
+        return config.warehouse, dict(config.options)
 
     def _lineage_progress(self) -> Any:
         if self._store is None:
@@ -164,6 +178,25 @@ class StoreProgress:
 
     def close(self) -> None:
         self.store.close()
+
+
+class NoLineageYet:
+    """The progress of a job whose lineage store does not exist yet: nothing recorded."""
+
+    def job_sources(self, job: str) -> list[SourceRef]:
+        return []
+
+    def job_sinks(self, job: str) -> list[SourceRef]:
+        return []
+
+    def consumed(self, job: str, source: SourceRef) -> int | None:
+        return None
+
+
+def _store_missing(error: BaseException) -> bool:
+    from airflow_provider_paimon.lineage.errors import LineageStoreMissingError
+
+    return isinstance(error, LineageStoreMissingError)
 
 
 def _ref(row: Any) -> SourceRef:

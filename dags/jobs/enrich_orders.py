@@ -5,10 +5,17 @@ the sink holds the amount in currency units plus a size class. The ``buggy`` ver
 divides by 10 instead of 100 (so amounts are ten times too large and every order looks
 "large"); the ``fixed`` version divides by 100.
 
-Each run is a full recompute: it reads the source at its latest snapshot (pinned with
-``snapshot-id``, so the run knows exactly which snapshot it consumed) and overwrites
-the sink (on ``--branch`` when given). That is what the correction DAG runs into a
-branch while the original keeps writing main.
+Two modes:
+
+* ``--mode batch`` (the original ETL): a full recompute. It reads the source at its
+  latest snapshot (pinned with ``snapshot-id``, so the run knows exactly which snapshot
+  it consumed) and overwrites the sink (on ``--branch`` when given).
+* ``--mode stream`` (the correction DAG's corrected job): a streaming query from the
+  source into the sink branch, exactly once through ``--checkpoint``, run with
+  ``trigger(availableNow=True)``: it drains every source snapshot there is and stops;
+  the next run resumes where it stopped. On its very first run (no checkpoint yet) it
+  empties the sink branch first (one empty OVERWRITE commit), since the branch was
+  created from a tag of the buggy main; from then on it only appends.
 
 Lineage: when the Spark conf turns on the Spark-side capture (``spark.paimon.lineage.url``
 / ``.enabled`` / ``.job``, see ``spark/lineage_config.py``), the capture records the
@@ -20,7 +27,8 @@ name). Either way the SnapshotCatchUpSensor and the lineage queries read the sam
 Run it with spark-submit (the package on ``--py-files`` or installed)::
 
     spark-submit dags/jobs/enrich_orders.py --warehouse /tmp/wh \\
-        --source db.orders --sink db.orders_enriched --version fixed --branch fix1
+        --source db.orders --sink db.orders_enriched --version fixed --branch fix1 \\
+        --mode stream --checkpoint /tmp/checkpoints/orders_enriched.fix1
 
 The last stdout line is ``PAIMON_RESULT {json}`` (source/sink snapshots, rows); a
 failure prints ``PAIMON_ERROR message`` and exits non-zero.
@@ -34,6 +42,7 @@ import sys
 from typing import Any
 
 VERSIONS = ("buggy", "fixed")
+MODES = ("batch", "stream")
 DIVISORS = {"buggy": 10, "fixed": 100}
 LARGE_ORDER = 100.0  # currency units
 
@@ -82,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sink", required=True, help="sink table db.table")
     parser.add_argument("--branch", default=None, help="sink branch (default: main)")
     parser.add_argument("--version", choices=VERSIONS, default="fixed")
+    parser.add_argument("--mode", choices=MODES, default="batch")
+    parser.add_argument("--checkpoint", default=None, help="stream mode: the query's checkpoint folder")
     parser.add_argument("--lineage-url", default=None, help="lineage store SQLAlchemy URL")
     parser.add_argument("--job-name", default=None, help="job name in the lineage store")
     return parser
@@ -102,10 +113,103 @@ def sink_snapshot_of(warehouse: str, table: str, branch: str | None) -> Any:
     return load_table(open_catalog(warehouse), table, branch).snapshot_manager().get_latest_snapshot()
 
 
-def run(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Read the source at its latest snapshot, enrich, overwrite the sink; return the result."""
+def enrich(frame: Any, version: str) -> Any:
+    """The job's logic as Spark columns (the same as ``enrich_row``)."""
     from pyspark.sql import functions as F
 
+    amount = F.round(F.col("amount_cents") / F.lit(DIVISORS[version]), 2)
+    return frame.select(
+        F.col("order_id"),
+        F.col("customer"),
+        amount.alias("amount"),
+        F.when(amount >= F.lit(LARGE_ORDER), F.lit("large")).otherwise(F.lit("small")).alias("size"),
+    )
+
+
+def checkpoint_started(checkpoint: str) -> bool:
+    """Whether the streaming query has a checkpoint with offsets (it ran before)."""
+    from pyarrow import fs
+
+    filesystem, path = fs.FileSystem.from_uri(checkpoint if "://" in checkpoint else f"file://{checkpoint}")
+    info = filesystem.get_file_info(fs.FileSelector(path.rstrip("/") + "/offsets", allow_not_found=True))
+    return any(i.type == fs.FileType.File for i in info)
+
+
+def empty_branch(warehouse: str, table: str, branch: str | None) -> int | None:
+    """Commit an empty OVERWRITE to ``table``'s ``branch`` when it holds rows; the new snapshot id."""
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    target = load_table(open_catalog(warehouse), table, branch)
+    latest = target.snapshot_manager().get_latest_snapshot()
+    if latest is None or not latest.total_record_count:
+        return None
+    builder = target.new_batch_write_builder().overwrite()
+    write, commit = builder.new_write(), builder.new_commit()
+    try:
+        commit.commit(write.prepare_commit())  # no files: every row of the branch is dropped
+    finally:
+        write.close()
+        commit.close()
+    return target.snapshot_manager().get_latest_snapshot().id
+
+
+def run_stream(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Stream the source into the sink branch until drained (availableNow); return the result."""
+    if not args.checkpoint:
+        raise ValueError("--mode stream needs --checkpoint (where the query keeps its progress)")
+    emptied = None
+    if not checkpoint_started(args.checkpoint):
+        emptied = empty_branch(args.warehouse, args.sink, args.branch)
+    source = (
+        spark.readStream.format("paimon")
+        .option("warehouse", args.warehouse)
+        .option("table", args.source)
+        .load()
+    )
+    writer = (
+        enrich(source, args.version)
+        .writeStream.format("paimon")
+        .option("warehouse", args.warehouse)
+        .option("table", args.sink)
+        .option("checkpointLocation", args.checkpoint)
+        .trigger(availableNow=True)
+    )
+    if args.branch:
+        writer = writer.option("branch", args.branch)
+    query = writer.start()
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    batches = [p for p in query.recentProgress if p.get("numInputRows") is not None]
+    consumed = None
+    for progress in query.recentProgress:
+        for src in progress.get("sources") or []:
+            end = src.get("endOffset")
+            if isinstance(end, str):
+                end = json.loads(end)
+            if isinstance(end, dict) and end.get("nextSnapshot") is not None:
+                consumed = int(end["nextSnapshot"]) - 1
+    sink_snapshot = sink_snapshot_of(args.warehouse, args.sink, args.branch)
+    return {
+        "version": args.version,
+        "mode": "stream",
+        "source": args.source,
+        "source_snapshot_id": consumed,
+        "sink": args.sink,
+        "branch": args.branch or "main",
+        "sink_snapshot_id": sink_snapshot.id if sink_snapshot else None,
+        "rows": sink_snapshot.total_record_count if sink_snapshot else 0,
+        "micro_batches": len(batches),
+        "rows_read": sum(int(p.get("numInputRows") or 0) for p in batches),
+        "emptied_branch_snapshot_id": emptied,
+        "checkpoint": args.checkpoint,
+    }
+
+
+def run(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Read the source at its latest snapshot, enrich, overwrite the sink; return the result."""
+    if args.mode == "stream":
+        return run_stream(spark, args)
     source_snapshot = latest_snapshot_id(args.warehouse, args.source)
     if source_snapshot is None:
         raise ValueError(f"source {args.source} has no snapshot yet: nothing to read")
@@ -116,20 +220,14 @@ def run(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
         .option("snapshot-id", str(source_snapshot))
         .load()
     )
-    amount = F.round(F.col("amount_cents") / F.lit(DIVISORS[args.version]), 2)
-    enriched = source.select(
-        F.col("order_id"),
-        F.col("customer"),
-        amount.alias("amount"),
-        F.when(amount >= F.lit(LARGE_ORDER), F.lit("large")).otherwise(F.lit("small")).alias("size"),
-    )
-    writer = enriched.write.format("paimon").option("warehouse", args.warehouse).option("table", args.sink)
+    writer = enrich(source, args.version).write.format("paimon").option("warehouse", args.warehouse).option("table", args.sink)
     if args.branch:
         writer = writer.option("branch", args.branch)
     writer.mode("overwrite").save()
     sink_snapshot = sink_snapshot_of(args.warehouse, args.sink, args.branch)
     result = {
         "version": args.version,
+        "mode": "batch",
         "source": args.source,
         "source_snapshot_id": source_snapshot,
         "sink": args.sink,

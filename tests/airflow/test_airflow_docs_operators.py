@@ -17,14 +17,17 @@ def test_python_samples_build_a_dag():
     from airflow.sdk import DAG
 
     blocks = _blocks("python")
-    assert blocks
+    dags = []
     for source in blocks:
         namespace: dict = {}
         with DAG("doc_sample", schedule=None) as dag:
             exec(compile(source, str(DOC), "exec"), namespace)
-        assert dag.task_ids  # the sample made tasks
-    assert set(dag.task_ids) == {"tag_main", "branch", "replace"}
-    assert dag.get_task("replace").upstream_task_ids == {"branch"}
+        dags.append(dag)
+    assert [set(d.task_ids) for d in dags] == [{"tag_main", "branch", "replace"}, {"enrich_orders"}]
+    assert dags[0].get_task("replace").upstream_task_ids == {"branch"}
+    enrich = dags[1].get_task("enrich_orders")
+    assert enrich.lineage_conn_id == "paimon_lineage_default" and enrich.lineage_job == "enrich_orders.fixed"
+    assert enrich.application_args[:2] == ["--warehouse", "{{ params.warehouse }}"]
 
 
 def test_connection_samples_are_valid_connections():

@@ -212,3 +212,28 @@ def test_if_exists_skip_succeeds_without_submitting(wh, no_submit, cls, kwargs):
     assert no_submit == [] and wh.files() == before
     with pytest.raises(ValueError, match="if_exists"):
         cls(task_id="t2", table="db.events", if_exists="replace", **kwargs)
+
+
+def test_warehouse_param_replaces_the_connection(wh, monkeypatch):
+    """A rendered ``warehouse`` needs no ``paimon`` connection; blank means the connection."""
+    monkeypatch.delenv("AIRFLOW_CONN_PAIMON_DEFAULT", raising=False)
+    op = _dag_operator(BranchCreateOperator, table="db.events", branch="b3", warehouse=wh.path)
+    assert "warehouse" in op.template_fields
+    op.preflight()
+    cmd = op.make_job_hook({}).build_command()
+    launcher = cmd.index(next(c for c in cmd if c.endswith("spark/jobs/launcher.py")))
+    assert cmd[launcher + 1:launcher + 7] == ["branch", "create", "--warehouse", wh.path, "--table", "db.events"]
+    # no connection options leak in: the paimon_default connection was never read
+    assert "--catalog-option" not in cmd
+
+    blank = _dag_operator(BranchCreateOperator, table="db.events", branch="b3", warehouse="  ")
+    with pytest.raises(Exception, match="paimon_default"):
+        blank.preflight()
+
+
+def test_warehouse_param_keeps_a_named_connections_options(wh):
+    op = _dag_operator(
+        MergeBranchOperator, table="db.events", branch="fix", warehouse=wh.path, paimon_conn_id="paimon_default"
+    )
+    cmd = op.make_job_hook({}).build_command()
+    assert "metastore=filesystem" in cmd and wh.path in cmd

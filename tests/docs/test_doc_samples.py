@@ -2,7 +2,7 @@
 
 README.md, docs/lineage.md, docs/openlineage.md, docs/operators.md and docs/assets.md
 have their own sample tests; this file covers the data source, streaming, compaction
-and sensor pages.
+and sensor pages. Shell samples (every page): tests/docs/test_shell_samples.py.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
+from orders_tables import SINK, create_orders_tables, write_rows
 
 REPO = Path(__file__).resolve().parents[2]
 DAGS = REPO / "dags"
@@ -22,26 +22,12 @@ DAGS = REPO / "dags"
 VENV_BIN = str(Path(sys.executable).parent)
 os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
 
-SOURCE = pa.schema([("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64())])
-SINK = pa.schema(
-    [("order_id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64()), ("size", pa.string())]
-)
 ORDERS = [
     {"order_id": 1, "customer": "ada", "amount_cents": 1250},
     {"order_id": 2, "customer": "bob", "amount_cents": 25000},
     {"order_id": 3, "customer": "cy", "amount_cents": 999},
     {"order_id": 4, "customer": "dee", "amount_cents": 180000},
 ]
-
-
-def write_rows(table, rows: list[dict], schema: pa.Schema) -> None:
-    """Commit ``rows`` to a pypaimon table as one APPEND snapshot."""
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
 
 
 @pytest.fixture()
@@ -52,15 +38,10 @@ def orders_warehouse(tmp_path: Path) -> str:
     spark-submit); the correction DAG's job runs under real Spark.
     """
     from correction_tasks import load_job_module
-    from pypaimon import CatalogFactory, Schema
 
     job = load_job_module("enrich_orders")
     warehouse = str(tmp_path / "warehouse")
-    catalog = CatalogFactory.create({"warehouse": warehouse})
-    catalog.create_database("db", True)
-    catalog.create_table("db.orders", Schema.from_pyarrow_schema(SOURCE), False)
-    catalog.create_table("db.orders_enriched", Schema.from_pyarrow_schema(SINK), False)
-    write_rows(catalog.get_table("db.orders"), ORDERS, SOURCE)
+    catalog = create_orders_tables(warehouse, ORDERS)
     buggy = [job.enrich_row(r, "buggy") for r in ORDERS]
     write_rows(catalog.get_table("db.orders_enriched"), buggy, SINK)
     return warehouse

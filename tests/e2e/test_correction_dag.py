@@ -90,7 +90,19 @@ def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airf
 
     job_result = _xcom(run, "run_corrected_job")
     assert job_result["lineage"] == "capture", job_result  # the Spark-side capture recorded it
+    assert job_result["mode"] == "stream" and job_result["micro_batches"] >= 1, job_result
     assert job_result["branch"] == "fix1" and job_result["source_snapshot_id"] == 1
+    # the branch started as a copy of the buggy main: the job's first run emptied it
+    assert job_result["emptied_branch_snapshot_id"] is not None, job_result
+    assert job_result["rows_read"] == len(ORDERS) and job_result["rows"] == len(ORDERS)
+    caught_up = _xcom(run, "wait_catch_up")
+    assert caught_up["caught_up"] is True
+    assert [(s["source"], s["consumed_snapshot_id"], s["latest_snapshot_id"]) for s in caught_up["sources"]] == [
+        ("db.orders", 1, 1)
+    ]
+    cleaned = _xcom(run, "delete_checkpoint")
+    assert cleaned["deleted"] is True and not Path(cleaned["checkpoint"]).exists()
+    assert cleaned["checkpoint"] == f"{orders_warehouse}/_checkpoints/db.orders_enriched/fix1"
 
     with LineageStore.from_url(lineage_url) as store:
         sources = store.source_data_lineages(job="enrich_orders.fixed.fix1")
@@ -110,6 +122,7 @@ def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airf
         ({"job": "enrich_orderz"}, "no job 'enrich_orderz'"),
         ({"job": "../etl"}, "not a Python identifier"),
         ({"max_lag": -1}, "max_lag"),
+        ({"checkpoint": "__EXISTING__"}, "already exists (left by an earlier correction"),
     ],
 )
 def test_validate_names_the_bad_param(orders_warehouse, conf, message):
@@ -117,6 +130,8 @@ def test_validate_names_the_bad_param(orders_warehouse, conf, message):
     from data_correction import validate_params
 
     _existing_branch_and_tag(orders_warehouse)
+    if conf.get("checkpoint") == "__EXISTING__":
+        conf = {"checkpoint": orders_warehouse}  # any folder that exists
     params = {**_default_params(), "warehouse": orders_warehouse, **conf}
     with pytest.raises(AirflowFailException, match="invalid params") as err:
         validate_params(params)

@@ -94,7 +94,7 @@ def test_explicit_sources_and_clear_failures(setup):
         (dict(sources=["db.src2"]), r"never read db.src2 "),  # main, while the job reads branch fix
         (dict(table="db.nope"), "db.nope"),
         (dict(branch="ghost"), "'ghost'"),
-        (dict(lineage_url="sqlite:///" + tables.warehouse + "/never-created.sqlite"), "LineageError"),
+        (dict(lineage_url="sqlite:///" + tables.warehouse + "/never-created.sqlite"), "LineageStoreMissingError.*does not exist"),
     ]
     for kwargs, message in cases:
         with pytest.raises(AirflowFailException, match=message):
@@ -198,7 +198,12 @@ def test_trigger_success_after_progress(setup):
 
 def test_trigger_error_and_timeout_events(setup):
     tables, _store, url = setup
-    error = asyncio.run(_first_event(_defer(sensor(tables, url, deferrable=True, job="nobody"))))
+    # A permanent problem is found by the check made before deferring: no trigger at all.
+    with pytest.raises(AirflowFailException, match="no table lineage"):
+        sensor(tables, url, deferrable=True, job="nobody").execute({})
+    # The same problem appearing while deferred (the trigger's own check) is an error event.
+    check = sensor(tables, url, job="nobody").check_kwargs()
+    error = asyncio.run(_first_event(SnapshotCatchUpTrigger(check=check, poll_interval=0.05)))
     assert error.payload["status"] == "error" and "no table lineage" in error.payload["message"]
     timeout = asyncio.run(_first_event(_defer(sensor(tables, url, deferrable=True, timeout=0.3))))
     assert timeout.payload["status"] == "timeout"
@@ -215,6 +220,61 @@ def test_trigger_error_and_timeout_events(setup):
         soft.execute_complete({}, timeout.payload)
     with pytest.raises(AirflowSkipException):
         soft.execute_complete({}, error.payload)
+
+
+def test_deferrable_sensor_already_caught_up_returns_without_deferring(setup):
+    tables, store, url = setup
+    record(store, 1, src=3, src2=3)
+    result = sensor(tables, url, deferrable=True).execute({})
+    assert result["caught_up"] is True
+    assert {s["source"]: s["consumed_snapshot_id"] for s in result["sources"]} == {
+        "db.src": 3,
+        "db.src2$branch_fix": 3,
+    }
+
+
+def test_wait_for_job_start_waits_for_an_unknown_job_instead_of_failing(setup):
+    """A job launched in parallel with the sensor is not in the store yet: wait, do not fail."""
+    tables, _store, url = setup
+    waiting = sensor(tables, url, job="not_started_yet", wait_for_job_start=True)
+    assert waiting.poke({}) is False
+    trigger = _defer(sensor(tables, url, job="not_started_yet", wait_for_job_start=True,
+                            deferrable=True, timeout=0.3))
+    assert trigger.check["wait_for_job_start"] is True
+    event = asyncio.run(_first_event(trigger))
+    assert event.payload["status"] == "timeout"
+    assert "recorded no lineage yet" in event.payload["message"]
+    assert event.payload["result"]["pending"].startswith("job 'not_started_yet'")
+    # Without the flag the same name is a permanent error (a typo should not wait for ever).
+    with pytest.raises(AirflowFailException, match="no table lineage"):
+        sensor(tables, url, job="not_started_yet").poke({})
+
+
+def test_wait_for_job_start_also_waits_for_the_store_to_exist(setup, tmp_path):
+    """The job creates the store with its first batch; until then the sensor waits."""
+    tables, _store, _url = setup
+    missing = f"sqlite:///{tmp_path / 'not-yet' / 'lineage.sqlite'}"
+    assert sensor(tables, missing, wait_for_job_start=True).poke({}) is False
+    assert not (tmp_path / "not-yet").exists()  # looking never creates it
+    with pytest.raises(AirflowFailException, match="does not exist"):
+        sensor(tables, missing).poke({})
+    with pytest.raises(AirflowFailException, match="table db.nope does not exist"):
+        sensor(tables, missing, wait_for_job_start=True, table="db.nope").poke({})
+
+
+def test_templated_lag_and_blank_fields(setup):
+    tables, store, url = setup
+    record(store, 1, src=2, src2=2)
+    lagging = sensor(tables, url, max_lag_snapshots="1", lineage_database="  ", consumer_id="")
+    result = lagging.poke({})
+    assert result.is_done and result.xcom_value["max_lag_snapshots"] == 1
+    with pytest.raises(AirflowFailException, match="max_lag_snapshots must be an integer >= 0, got 'x'"):
+        sensor(tables, url, max_lag_snapshots="x").poke({})
+    with pytest.raises(AirflowFailException, match="got '-1'"):
+        sensor(tables, url, max_lag_snapshots="-1").poke({})
+    assert {"lineage_url", "max_lag_snapshots", "warehouse", "paimon_conn_id"} <= set(
+        SnapshotCatchUpSensor.template_fields
+    )
 
 
 def test_trigger_retries_transient_store_outage(setup):
@@ -234,7 +294,7 @@ def test_connections_resolved_where_the_check_runs(setup, monkeypatch):
     import json
 
     tables, store, url = setup
-    record(store, 1, src=3, src2=3)
+    record(store, 1, src=2, src2=2)  # not caught up: the sensor defers
     monkeypatch.setenv("AIRFLOW_CONN_WH_TEST", json.dumps({"conn_type": "paimon", "host": tables.warehouse}))
     monkeypatch.setenv(
         "AIRFLOW_CONN_LINEAGE_TEST", json.dumps({"conn_type": "paimon_lineage", "extra": {"url": url}})
@@ -246,5 +306,6 @@ def test_connections_resolved_where_the_check_runs(setup, monkeypatch):
     trigger = _defer(s)
     kwargs = trigger.serialize()[1]
     assert url not in json.dumps(kwargs) and tables.warehouse not in json.dumps(kwargs)
+    record(store, 2, src=3, src2=3)
     event = asyncio.run(_first_event(trigger))
     assert event.payload["status"] == "success"

@@ -1,0 +1,171 @@
+"""PaimonSparkSubmitOperator: spark-submit your own PySpark job that uses the ``paimon`` source.
+
+Airflow's ``SparkSubmitOperator`` can run such a job too; this one adds what a Paimon
+job needs and users would otherwise wire by hand:
+
+* this package zipped onto ``--py-files`` (executors import the ``paimon`` data source
+  from it; the job calls ``airflow_provider_paimon.spark.register(spark)``);
+* the Spark-side lineage capture turned on for the job (``spark.paimon.lineage.*``)
+  when a lineage store is named, with the store URL (and its password) passed to the
+  driver in the environment (``PAIMON_LINEAGE_URL``), never on the command line;
+* the OpenLineage parent/root job info, so the Spark run nests under the task;
+* the job's ``PAIMON_RESULT {json}`` line (when it prints one) as the XCom value, and
+  its ``PAIMON_ERROR`` line as the task's error message.
+
+The driver runs in client deploy mode (the result line and the secrets need it next to
+Airflow); executors run wherever the ``spark`` connection's master puts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
+
+#: the capture's Spark conf keys (spark/lineage_config.py); the URL travels in the env
+LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
+LINEAGE_JOB = "spark.paimon.lineage.job"
+LINEAGE_DATABASE = "spark.paimon.lineage.database"
+LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
+
+
+class PaimonSparkSubmitOperator(BaseOperator):
+    """Run a PySpark application with the ``paimon`` data source and lineage capture.
+
+    :param application: path of the ``.py`` application (templated).
+    :param application_args: its arguments (templated).
+    :param lineage_conn_id: a ``paimon_lineage`` connection: turn the lineage capture on
+        and record into that store (preferred: the password stays in the connection).
+    :param lineage_url: or the store's SQLAlchemy URL (templated); blank: no capture
+        unless ``lineage_conn_id`` is given.
+    :param lineage_database: the store's system database (MySQL) / schema (PostgreSQL).
+    :param lineage_job: the job's name in the lineage store (templated); default: the
+        Spark application name, which defaults to ``{dag_id}.{task_id}``.
+    :param name: the Spark application name (templated).
+    :param conf: Spark conf (templated); keys set here win over the ones added.
+    :param spark_conn_id: the Airflow ``spark`` connection (master, queue, ...).
+    :param py_files: more ``--py-files`` entries (after this package's zip).
+    :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``, ...).
+    """
+
+    template_fields: Sequence[str] = (
+        "application",
+        "application_args",
+        "lineage_conn_id",
+        "lineage_url",
+        "lineage_database",
+        "lineage_job",
+        "name",
+        "conf",
+    )
+    template_fields_renderers = {"conf": "json", "application_args": "json"}
+    ui_color = "#fde8c8"
+
+    def __init__(
+        self,
+        *,
+        application: str,
+        application_args: list[Any] | None = None,
+        lineage_conn_id: str | None = None,
+        lineage_url: str | None = None,
+        lineage_database: str | None = None,
+        lineage_job: str | None = None,
+        name: str | None = None,
+        conf: dict[str, Any] | None = None,
+        spark_conn_id: str = "spark_default",
+        py_files: list[str] | None = None,
+        spark_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.application = application
+        self.application_args = list(application_args or [])
+        self.lineage_conn_id = lineage_conn_id
+        self.lineage_url = lineage_url
+        self.lineage_database = lineage_database
+        self.lineage_job = lineage_job
+        self.name = name
+        self.conf = dict(conf or {})
+        self.spark_conn_id = spark_conn_id
+        self.py_files = list(py_files or [])
+        self.spark_kwargs = dict(spark_kwargs or {})
+        self._hook: PaimonSparkJobHook | None = None
+
+    def application_name(self) -> str:
+        return (self.name or "").strip() or f"{self.dag_id}.{self.task_id}"
+
+    def lineage_store_url(self) -> tuple[str | None, str | None]:
+        """(URL with its password, database) of the store to record into; (None, None): no capture."""
+        database = (self.lineage_database or "").strip() or None
+        if (self.lineage_conn_id or "").strip():
+            from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
+
+            hook = PaimonLineageHook(self.lineage_conn_id.strip())
+            url = hook.get_url()  # registers the password for masking
+            return url.render_as_string(hide_password=False), database or hook.get_database()
+        url = (self.lineage_url or "").strip()
+        if not url:
+            return None, None
+        from sqlalchemy.engine import make_url
+
+        try:
+            parsed = make_url(url)
+        except Exception:  # noqa: BLE001 - any parse failure is a bad argument
+            # not echoed: an unparsable URL cannot be masked and may hold a password
+            raise AirflowFailException(
+                "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
+                "host/database or sqlite:////path); nothing was submitted"
+            ) from None
+        if parsed.password:
+            from airflow.sdk.log import mask_secret
+
+            mask_secret(str(parsed.password))
+        return url, database
+
+    def spark_conf(self, context: Context, lineage_on: bool, database: str | None) -> dict[str, Any]:
+        """The user's conf, plus the capture's keys and the OpenLineage parent job info."""
+        added: dict[str, Any] = {}
+        if lineage_on:
+            added[LINEAGE_ENABLED] = "true"
+            added[LINEAGE_JOB] = (self.lineage_job or "").strip() or self.application_name()
+            if database:
+                added[LINEAGE_DATABASE] = database
+        conf = {**added, **self.conf}
+        return inject_openlineage_spark_conf(conf, context)
+
+    def make_hook(self, context: Context) -> PaimonSparkJobHook:
+        application = str(self.application)
+        if not Path(application).is_file():
+            raise AirflowFailException(f"application {application!r} does not exist; nothing was submitted")
+        url, database = self.lineage_store_url()
+        return PaimonSparkJobHook(
+            Path(application).stem,
+            [str(a) for a in self.application_args],
+            application=application,
+            secret_env={LINEAGE_URL_ENV: url} if url else None,
+            require_result=False,
+            spark_conn_id=self.spark_conn_id,
+            conf=self.spark_conf(context, url is not None, database),
+            name=self.application_name(),
+            py_files=self.py_files,
+            **self.spark_kwargs,
+        )
+
+    def execute(self, context: Context) -> dict[str, Any] | None:
+        self._hook = self.make_hook(context)
+        result = self._hook.run()
+        if result is None:
+            self.log.info("%s finished (it printed no PAIMON_RESULT line)", self.application)
+        else:
+            self.log.info("%s result: %s", Path(self.application).name, result)
+        return result
+
+    def on_kill(self) -> None:
+        if self._hook is not None:
+            self._hook.on_kill()

@@ -1,0 +1,90 @@
+"""PaimonSparkSubmitOperator: command line, lineage capture wiring, secrets, bad input.
+
+The real spark-submit of this operator runs in tests/e2e (the correction DAG's
+corrected job and the ETL DAG); here the command and environment it builds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import LOCAL_SPARK, set_connection
+
+from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
+
+PASSWORD = "Lin3age-pw-Secret"
+
+
+@pytest.fixture()
+def app(tmp_path, monkeypatch):
+    set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
+    path = tmp_path / "my_job.py"
+    path.write_text("print('PAIMON_RESULT {}')\n")
+    return str(path)
+
+
+def _operator(app: str, **kwargs) -> PaimonSparkSubmitOperator:
+    from airflow.sdk import DAG
+
+    with DAG("paimon_dag", schedule=None):
+        return PaimonSparkSubmitOperator(task_id="job", application=app, **kwargs)
+
+
+def test_command_line_with_lineage_url_keeps_the_password_in_the_environment(app):
+    import structlog
+
+    url = f"mysql+pymysql://lineage:{PASSWORD}@127.0.0.1:3306/x"
+    op = _operator(app, application_args=["--n", 3], lineage_url=url, lineage_job="my.job",
+                   conf={"spark.executor.memory": "1g"})
+    with structlog.testing.capture_logs() as logs:
+        hook = op.make_hook({})
+        cmd = hook.build_command()
+    assert cmd[0] == "spark-submit" and cmd[-3:] == [app, "--n", "3"]
+    assert cmd[cmd.index("--name") + 1] == "paimon_dag.job"
+    assert cmd[cmd.index("--py-files") + 1].endswith(".zip")
+    assert "spark.paimon.lineage.enabled=true" in cmd and "spark.paimon.lineage.job=my.job" in cmd
+    assert "spark.executor.memory=1g" in cmd
+    assert not any(PASSWORD in part for part in cmd)
+    assert PASSWORD not in "\n".join(str(e) for e in logs)
+    assert hook.job_environment()["PAIMON_LINEAGE_URL"] == url
+
+
+def test_lineage_connection_and_user_conf_win(app, monkeypatch):
+    set_connection(
+        monkeypatch,
+        "lineage_mysql",
+        {"conn_type": "paimon_lineage", "host": "127.0.0.1", "port": 3306, "login": "root",
+         "password": PASSWORD, "extra": {"backend": "mysql", "database": "lin"}},
+    )
+    op = _operator(app, lineage_conn_id="lineage_mysql", conf={"spark.paimon.lineage.job": "mine"})
+    hook = op.make_hook({})
+    cmd = hook.build_command()
+    assert "spark.paimon.lineage.job=mine" in cmd and "spark.paimon.lineage.database=lin" in cmd
+    assert not any(PASSWORD in part for part in cmd)
+    env_url = hook.job_environment()["PAIMON_LINEAGE_URL"]
+    assert env_url.startswith("mysql+pymysql://root:") and PASSWORD in env_url
+
+
+def test_no_lineage_store_means_no_capture(app):
+    hook = _operator(app, lineage_url="  ").make_hook({})
+    cmd = hook.build_command()
+    assert not any("spark.paimon.lineage" in part for part in cmd)
+    assert hook._secret_env == {}
+
+
+def test_bad_input_fails_before_submitting(app, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException, match="does not exist; nothing was submitted"):
+        _operator(str(tmp_path / "missing.py")).make_hook({})
+    with pytest.raises(AirflowFailException, match="not a SQLAlchemy URL") as err:
+        _operator(app, lineage_url=f"not a url:{PASSWORD}@").make_hook({})
+    assert PASSWORD not in str(err.value)
+
+
+def test_templated_fields_render_from_params(app):
+    assert {"application", "application_args", "lineage_url", "lineage_job", "conf"} <= set(
+        PaimonSparkSubmitOperator.template_fields
+    )
+    assert json.dumps(PaimonSparkSubmitOperator.template_fields_renderers)

@@ -1,0 +1,38 @@
+"""The example tables of the correction DAG (``db.orders`` -> ``db.orders_enriched``) for tests.
+
+Shared by tests/e2e (the DAG) and tests/docs (the docs' shell samples): the schemas
+``dags/jobs/enrich_orders.py`` reads and writes, and a plain-pypaimon commit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+SOURCE = pa.schema([("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64())])
+SINK = pa.schema(
+    [("order_id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64()), ("size", pa.string())]
+)
+
+
+def write_rows(table: Any, rows: list[dict], schema: pa.Schema) -> None:
+    """Commit ``rows`` to a pypaimon table as one APPEND snapshot."""
+    builder = table.new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
+def create_orders_tables(warehouse: str, orders: list[dict]) -> Any:
+    """``db.orders`` holding ``orders`` (one snapshot) and an empty ``db.orders_enriched``; the catalog."""
+    from pypaimon import CatalogFactory, Schema
+
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database("db", True)
+    catalog.create_table("db.orders", Schema.from_pyarrow_schema(SOURCE), False)
+    catalog.create_table("db.orders_enriched", Schema.from_pyarrow_schema(SINK), False)
+    write_rows(catalog.get_table("db.orders"), orders, SOURCE)
+    return catalog
