@@ -6,7 +6,10 @@ of the Airflow ``spark`` connection. The job contract (``spark/jobs/__init__.py`
 
 * the result is one stdout line ``PAIMON_RESULT {json}``;
 * a failure prints ``PAIMON_ERROR message`` and exits 2 (bad input, nothing changed)
-  or 1 (anything else).
+  or 1 (anything else);
+* both are also written to the file named by ``$PAIMON_RESULT_FILE``, which this hook
+  sets and prefers: spark-submit copies the Python driver's output in 1 KiB chunks, so
+  a JVM log line can land in the middle of a long result line.
 
 ``PaimonSparkJobHook`` extends the hook's log processing (as Airflow's own hook does to
 find driver ids) to capture those lines, returns the result, and turns a failure into a
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -34,6 +39,7 @@ from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
 from airflow_provider_paimon.spark.jobs.common import (
     CATALOG_OPTIONS_ENV,
     ERROR_PREFIX,
+    RESULT_FILE_ENV,
     RESULT_PREFIX,
 )
 
@@ -143,9 +149,16 @@ class PaimonSparkJobHook(SparkSubmitHook):
         """Submit, wait, and return the job's result; raise ``PaimonJobError`` on failure."""
         self.result = None
         self.job_error = None
-        try:
-            self.submit(self.application, env=self.job_environment())
-        except AirflowException as err:
+        with tempfile.TemporaryDirectory(prefix="paimon-job-") as tmp:
+            result_file = Path(tmp) / "result.json"
+            env = {**self.job_environment(), RESULT_FILE_ENV: str(result_file)}
+            try:
+                self.submit(self.application, env=env)
+                failure = None
+            except AirflowException as err:
+                failure = err
+            self.read_result_file(result_file)
+        if failure is not None:
             exit_code = getattr(self._submit_sp, "returncode", None)
             if self.job_error is not None:
                 error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
@@ -156,7 +169,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 ) from None
             raise PaimonJobError(
                 f"Paimon {self.family} job failed (exit {exit_code}) before reporting an "
-                f"error: {err}",
+                f"error: {failure}",
                 exit_code,
                 self.family,
             ) from None
@@ -168,6 +181,20 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 self.family,
             )
         return self.result
+
+    def read_result_file(self, path: Path) -> None:
+        """Take the result or error from the job's result file (it wins over the lines)."""
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return  # the job died before reporting, or predates the file: keep the lines
+        except (OSError, ValueError) as err:
+            self.log.warning("unreadable job result file %s: %s", path, err)
+            return
+        if isinstance(record.get("result"), dict):
+            self.result = record["result"]
+        if isinstance(record.get("error"), str):
+            self.job_error = record["error"]
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         super()._process_spark_submit_log(self._capture_job_lines(itr))

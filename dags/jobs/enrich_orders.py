@@ -269,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from airflow_provider_paimon.spark import register
+    from airflow_provider_paimon.spark.jobs.common import print_error, print_result
 
     spark = SparkSession.builder.appName(args.job_name or f"enrich_orders.{args.version}").getOrCreate()
     try:
@@ -284,10 +285,10 @@ def main(argv: list[str] | None = None) -> int:
             result["lineage"] = "job"
             result["lineage_job"] = job
             result["barrier_id"] = record_lineage(args.lineage_url, job, result)
-        print("PAIMON_RESULT " + json.dumps(result, sort_keys=True), flush=True)
+        print_result(result)  # the PAIMON_RESULT line (and file) the operator returns
         return 0
     except Exception as err:  # noqa: BLE001 - the job contract: one error line, exit 1
-        print(f"PAIMON_ERROR {type(err).__name__}: {err}", flush=True)
+        print_error(f"{type(err).__name__}: {err}")
         return 1
     finally:
         spark.stop()

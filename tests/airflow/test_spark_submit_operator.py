@@ -88,3 +88,35 @@ def test_templated_fields_render_from_params(app):
         PaimonSparkSubmitOperator.template_fields
     )
     assert json.dumps(PaimonSparkSubmitOperator.template_fields_renderers)
+
+
+GARBLED_APP = '''
+import json, os, sys
+# What spark-submit hands Airflow when a JVM log line lands inside a long result line
+# (it copies the Python driver's output in 1 KiB chunks): unparsable.
+sys.stdout.write('PAIMON_RESULT {"rows": 4, "sink"\\n26/11/22 INFO SparkContext: Invoking stop()\\n: "db.t"}\\n')
+with open(os.environ["PAIMON_RESULT_FILE"], "w") as out:
+    json.dump({"result": {"rows": 4, "sink": "db.t"}}, out)
+'''
+
+
+def test_result_file_wins_over_a_garbled_result_line(tmp_path, monkeypatch):
+    """Real spark-submit: the hook hands the job a result file and prefers it to stdout."""
+    set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
+    path = tmp_path / "garbled.py"
+    path.write_text(GARBLED_APP)
+    assert _operator(str(path)).execute({}) == {"rows": 4, "sink": "db.t"}
+
+
+def test_print_result_and_error_write_the_result_file(tmp_path, monkeypatch, capsys):
+    from airflow_provider_paimon.spark.jobs.common import RESULT_FILE_ENV, print_error, print_result
+
+    target = tmp_path / "result.json"
+    monkeypatch.setenv(RESULT_FILE_ENV, str(target))
+    print_result({"snapshot_id": 3})
+    assert json.loads(target.read_text()) == {"result": {"snapshot_id": 3}}
+    assert capsys.readouterr().out == 'PAIMON_RESULT {"snapshot_id": 3}\n'
+    print_error("table db.t does not exist")
+    assert json.loads(target.read_text()) == {"error": "table db.t does not exist"}
+    assert capsys.readouterr().err == "PAIMON_ERROR table db.t does not exist\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left

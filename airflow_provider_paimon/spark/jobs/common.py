@@ -16,6 +16,11 @@ from ...paimon.errors import InvalidArgumentError, PaimonError
 RESULT_PREFIX = "PAIMON_RESULT "
 ERROR_PREFIX = "PAIMON_ERROR "
 CATALOG_OPTIONS_ENV = "PAIMON_CATALOG_OPTIONS_JSON"
+#: where the hook wants the result as a file too (client deploy mode: the driver runs
+#: next to Airflow). The stdout line alone is not enough: spark-submit copies the
+#: Python driver's output in 1 KiB chunks, so a log line of another JVM thread can land
+#: inside a long result line.
+RESULT_FILE_ENV = "PAIMON_RESULT_FILE"
 
 log = logging.getLogger("airflow_provider_paimon.jobs")
 
@@ -72,10 +77,29 @@ def catalog_options(args: argparse.Namespace) -> dict[str, str]:
     return options
 
 
+def _write_result_file(record: dict[str, Any]) -> None:
+    """Write ``record`` to ``$PAIMON_RESULT_FILE`` (atomically), when the hook set it."""
+    path = os.environ.get(RESULT_FILE_ENV)
+    if not path:
+        return
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        json.dump(record, out, sort_keys=True, default=str)
+    os.replace(tmp, path)
+
+
 def print_result(result: dict[str, Any]) -> None:
-    """Print the machine-readable result line the Airflow hook picks up."""
+    """Report the job's result: the ``PAIMON_RESULT`` line, and the result file if asked."""
+    _write_result_file({"result": result})
     sys.stdout.write(RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
+
+
+def print_error(message: str) -> None:
+    """Report the job's error: the ``PAIMON_ERROR`` line (stderr), and the result file."""
+    _write_result_file({"error": message})
+    sys.stderr.write(ERROR_PREFIX + message + "\n")
+    sys.stderr.flush()
 
 
 def run_job(body: Callable[[], dict[str, Any]]) -> int:
@@ -84,11 +108,11 @@ def run_job(body: Callable[[], dict[str, Any]]) -> int:
     try:
         result = body()
     except PaimonError as err:
-        sys.stderr.write(ERROR_PREFIX + str(err) + "\n")
+        print_error(str(err))
         return 2
     except Exception as err:  # noqa: BLE001 - the job's last line of defence
         traceback.print_exc()
-        sys.stderr.write(ERROR_PREFIX + f"{type(err).__name__}: {err}\n")
+        print_error(f"{type(err).__name__}: {err}")
         return 1
     print_result(result)
     return 0
