@@ -15,7 +15,6 @@ or with a user schema holding a subset of the columns (``.schema("a BIGINT, b ST
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -24,7 +23,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from . import commit_events, fast_scan, filters
+from . import commit_events, filters
 from .options import PaimonOptions
 from .tables import open_table
 from .types import conform_batch, spark_to_arrow_schema
@@ -37,8 +36,6 @@ DEFAULT_PARTITION_TARGET_SIZE = 128 * 1024 * 1024
 # Python -> JVM boundary on its own, which made full scans ~5x slower. Bigger
 # batches cost only memory (option 'read.batch-size' overrides).
 READ_BATCH_SIZE = "65536"
-
-log = logging.getLogger(__name__)
 
 
 class SplitGroup(InputPartition):
@@ -128,43 +125,24 @@ class PaimonReader(DataSourceReader):
         if not partition.splits:
             return
         table = open_table(self.opts)
-        batch_rows = int(self.opts.table_options.get("read.batch-size", READ_BATCH_SIZE))
         if "read.batch-size" not in self.opts.table_options:
             table = table.copy({"read.batch-size": READ_BATCH_SIZE})
         target = spark_to_arrow_schema(self.schema)
-        predicate = filters.combine(self.filters, table)
         builder = table.new_read_builder()
+        predicate = filters.combine(self.filters, table)
         if predicate is not None:
             builder = builder.with_filter(predicate)
         if target.names != [f.name for f in table.table_schema.fields]:
             builder = builder.with_projection(list(target.names))
-        why_not = fast_scan.table_unsupported_reason(table)
-        fast = None if why_not else fast_scan.FastScan(table, target, predicate, batch_rows)
-
-        def split_batches(split: Any) -> Iterator[pa.RecordBatch]:
-            if fast is not None and fast.can_read(split):
-                try:
-                    files = fast.open_files(split)
-                except fast_scan.FileNeedsPypaimon as err:
-                    log.debug("reading a split with pypaimon: %s", err)
-                else:
-                    yield from fast.read_files(files)
-                    return
-            reader = builder.new_read().to_arrow_batch_reader([split])
-            try:
-                for batch in reader:
-                    if batch.num_rows:
-                        yield conform_batch(batch, target)
-            finally:
-                close = getattr(reader, "close", None)
-                if close is not None:
-                    close()
-
-        def all_batches() -> Iterator[pa.RecordBatch]:
-            for split in partition.splits:
-                yield from split_batches(split)
-
-        yield from fast_scan.prefetched(all_batches())
+        reader = builder.new_read().to_arrow_batch_reader(partition.splits)
+        try:
+            for batch in reader:
+                if batch.num_rows:
+                    yield conform_batch(batch, target)
+        finally:
+            close = getattr(reader, "close", None)
+            if close is not None:
+                close()
 
 
 class FilteringPaimonReader(PaimonReader):
