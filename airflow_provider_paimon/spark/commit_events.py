@@ -55,6 +55,8 @@ class CommitEvent:
     row_count: int
     commit_user: str = ""
     app_name: str = ""
+    # OpenLineage namespace of the warehouse (PaimonOptions.lineage_namespace)
+    namespace: str = ""
     kind: str = field(default="commit", init=False)
     time_millis: int = field(default_factory=lambda: int(time.time() * 1000))
 
@@ -70,6 +72,8 @@ class ScanEvent:
     snapshot_id: int | None
     split_count: int = 0
     app_name: str = ""
+    # OpenLineage namespace of the warehouse (PaimonOptions.lineage_namespace)
+    namespace: str = ""
     kind: str = field(default="scan", init=False)
     time_millis: int = field(default_factory=lambda: int(time.time() * 1000))
 

@@ -44,6 +44,7 @@ ids); give each query its own ``spark.paimon.lineage.job`` via separate apps.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
 import logging
 import os
@@ -368,18 +369,22 @@ class LineageCapture:
             # The offset names its table (from the first batch on, before the query's
             # plan is readable); older offsets don't: then the plan, then the scan events.
             table = _offset_table(source.endOffset)
-            if table is None or not table.warehouse:
+            if table is None or not table.warehouse or not table.namespace:
+                # offsets name table, branch and warehouse but not the namespace (a REST
+                # catalog's differs from its warehouse): the planned source knows it
                 if mapping is None:
                     mapping = self._query_sources.get(query_id) or self._resolve_sources(query_id)
                 known = mapping.get(str(source.description)) or self._stream_scans.get(offset)
                 if table is None:
                     table = known
                 elif known is not None and (known.database, known.table) == (table.database, table.table):
-                    table = known
+                    table = known if not table.warehouse else dataclasses.replace(table, namespace=known.namespace)
             if table is None:
                 log.warning("lineage: cannot tell which table source %s is", source.description)
                 continue
-            sources.append(TableAt(table.warehouse, table.database, table.table, table.branch, consumed))
+            sources.append(
+                TableAt(table.warehouse, table.database, table.table, table.branch, consumed, table.namespace)
+            )
         if not sources and not sinks:
             return
         record = BatchRecord(self.config.job, batch_id, sources, sinks, streaming=True)
@@ -438,6 +443,7 @@ def _table_at(raw: Mapping[str, Any]) -> TableAt:
         str(raw["table"]),
         str(raw.get("branch") or "main"),
         None if snapshot is None else int(snapshot),
+        str(raw.get("namespace") or ""),
     )
 
 
@@ -490,7 +496,9 @@ def _plan_sources(plan: Any) -> dict[str, TableAt]:
         except Exception:  # noqa: BLE001 - not a DataSource V2 stream relation
             continue
         opts = parse_options(options)
-        found[stream] = TableAt(opts.warehouse, opts.database, opts.table_name, opts.branch_name)
+        found[stream] = TableAt(
+            opts.warehouse, opts.database, opts.table_name, opts.branch_name, namespace=opts.lineage_namespace
+        )
     return found
 
 
@@ -514,8 +522,10 @@ class _OpenLineage:
     def _ref(self, table: TableAt) -> Any:
         from airflow_provider_paimon.lineage.openlineage import PaimonTableRef
 
+        # The namespace the data source computed (it knows the catalog options: a REST
+        # catalog's namespace is not its warehouse), so operators and Spark name it alike.
         return PaimonTableRef(
-            table.warehouse, table.database, table.table,
+            table.namespace or table.warehouse, table.database, table.table,
             None if table.branch == "main" else table.branch,
             table.snapshot_id, schema_fields=self._schema(table),
         )

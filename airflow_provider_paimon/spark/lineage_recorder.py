@@ -63,6 +63,8 @@ class TableAt:
     table: str
     branch: str = "main"
     snapshot_id: int | None = None
+    # OpenLineage namespace of the warehouse ("" = derive it from ``warehouse``)
+    namespace: str = ""
 
     @property
     def display(self) -> str:

@@ -109,6 +109,21 @@ class PaimonOptions:
         return "main" if is_main(self.branch) else str(self.branch)
 
     @property
+    def lineage_namespace(self) -> str:
+        """The warehouse's OpenLineage namespace, as the Airflow operators name it.
+
+        For a REST catalog that is ``paimon+rest://server/catalog`` (its ``warehouse``
+        is a catalog name, not a path); otherwise the normalised warehouse URI. Empty
+        when it cannot be computed (the lineage package is not importable here).
+        """
+        try:
+            from ..lineage.openlineage.naming import warehouse_namespace
+
+            return warehouse_namespace(self.warehouse, self.catalog_options)
+        except Exception:  # noqa: BLE001 - naming is for lineage only; never fail a read
+            return ""
+
+    @property
     def time_travel(self) -> bool:
         return self.snapshot_id is not None or self.tag is not None
 

@@ -103,6 +103,7 @@ class PaimonReader(DataSourceReader):
         commit_events.publish(
             commit_events.ScanEvent(
                 warehouse=self.opts.warehouse,
+                namespace=self.opts.lineage_namespace,
                 database=self.opts.database,
                 table=self.opts.table_name,
                 branch=self.opts.branch_name,

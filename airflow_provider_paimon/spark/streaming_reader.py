@@ -264,6 +264,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         commit_events.publish(
             StreamScanEvent(
                 warehouse=self.opts.warehouse,
+                namespace=self.opts.lineage_namespace,
                 database=self.opts.database,
                 table=self.opts.table_name,
                 branch=self.opts.branch_name,

@@ -309,6 +309,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         commit_events.publish(
             StreamCommitEvent(
                 warehouse=opts.warehouse,
+                namespace=opts.lineage_namespace,
                 database=opts.database,
                 table=opts.table_name,
                 branch=opts.branch_name,

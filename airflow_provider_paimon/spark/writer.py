@@ -164,6 +164,7 @@ class PaimonWriter(DataSourceArrowWriter):
         commit_events.publish(
             commit_events.CommitEvent(
                 warehouse=opts.warehouse,
+                namespace=opts.lineage_namespace,
                 database=opts.database,
                 table=opts.table_name,
                 branch=opts.branch_name,
