@@ -17,11 +17,9 @@ the ``paimon`` source can reach on this machine (see docs/datasource.md).
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -37,7 +35,7 @@ from pyspark.sql.datasource import (  # noqa: E402
     InputPartition,
     WriterCommitMessage,
 )
-from spark_io import full_scan, make_df  # noqa: E402
+from spark_io import cached_input, full_scan, ratios, workload_parser  # noqa: E402
 
 from airflow_provider_paimon.spark.session import local_session  # noqa: E402
 
@@ -105,19 +103,13 @@ def _time(fn) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--partitions", type=int, default=4, help="Spark partitions of the input")
-    ap.add_argument("--master", default=None)
-    args = ap.parse_args(argv)
+    args = workload_parser(__doc__.split("\n")[0]).parse_args(argv)
 
     spark = local_session("benchmark-python-source-ceiling", master=args.master)
     spark.dataSource.register(CeilingSource)
     workdir = tempfile.mkdtemp(prefix="source-ceiling-")
     try:
-        df = make_df(spark, args.rows, args.partitions).cache()
-        df.count()
+        df = cached_input(spark, args)
         files_dir = os.path.join(workdir, "files")
         df.write.parquet(files_dir)
         files = sorted(glob.glob(os.path.join(files_dir, "*.parquet")))
@@ -146,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             f"cpus={os.cpu_count()} load average {os.getloadavg()[0]:.1f}"
         )
         for op, ours, base in (("write", "write null", "write parquet"), ("read", "read memory", "read parquet")):
-            best = min(times[base]) / min(times[ours])
-            median = statistics.median(times[base]) / statistics.median(times[ours])
+            best, median = ratios(times[ours], times[base])
             print(
                 f"{op:<5} python source doing nothing {min(times[ours]):.2f}s | Spark Parquet "
                 f"{min(times[base]):.2f}s | ceiling ratio {best:.2f}x best ({median:.2f}x median)"

@@ -64,17 +64,35 @@ def write_paimon(df, warehouse: str, options: dict[str, str]) -> None:
     )
 
 
+def workload_parser(description: str) -> argparse.ArgumentParser:
+    """The options that pick the workload; every Spark-vs-Parquet benchmark shares them."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=4, help="Spark partitions of the input")
+    ap.add_argument("--master", default=None)
+    return ap
+
+
+def cached_input(spark, args: argparse.Namespace):
+    """The benchmark DataFrame, cached and materialised, so every writer consumes the same rows."""
+    df = make_df(spark, args.rows, args.partitions).cache()
+    df.count()
+    return df
+
+
+def ratios(ours: list[float], baseline: list[float]) -> tuple[float, float]:
+    """Throughput of ours relative to the baseline, from their times: (best, median)."""
+    return min(baseline) / min(ours), statistics.median(baseline) / statistics.median(ours)
+
+
 def full_scan(df) -> int:
     """Hash every column of every row, so no reader can skip decoding anything."""
     return df.selectExpr("sum(hash(*)) as h").collect()[0][0]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--partitions", type=int, default=4, help="Spark partitions of the input")
-    ap.add_argument("--master", default=None)
+    ap = workload_parser(__doc__.split("\n")[0])
     ap.add_argument(
         "--paimon-option",
         action="append",
@@ -89,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session("benchmark-spark-io", master=args.master)
     workdir = tempfile.mkdtemp(prefix="spark-io-")
     try:
-        df = make_df(spark, args.rows, args.partitions).cache()
-        df.count()
+        df = cached_input(spark, args)
         results: dict[str, dict[str, list[float]]] = {
             "write": {"paimon": [], "parquet": []},
             "read": {"paimon": [], "parquet": []},
@@ -146,11 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{op:<6} {side:<8} {min(times):>8.2f} {statistics.median(times):>9.2f} "
                     f"{args.rows / min(times):>15,.0f}"
                 )
-            ratio = min(sides["parquet"]) / min(sides["paimon"])
-            print(
-                f"{op:<6} ratio paimon/parquet throughput (best): {ratio:.2f}x "
-                f"(median: {statistics.median(sides['parquet']) / statistics.median(sides['paimon']):.2f}x)"
-            )
+            best, median = ratios(sides["paimon"], sides["parquet"])
+            print(f"{op:<6} ratio paimon/parquet throughput (best): {best:.2f}x (median: {median:.2f}x)")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()

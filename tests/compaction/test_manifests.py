@@ -162,14 +162,21 @@ def test_merge_keeps_leading_full_manifests_untouched(warehouse):
     assert row_multiset(table) == expected
 
 
-@pytest.mark.parametrize(
-    "point", ["compaction.commit.after_manifests", "compaction.commit.after_manifest_lists"]
-)
-def test_fault_after_merged_manifests_changes_nothing(warehouse, point):
+# Fault points after the merged manifests (and then their lists) are written, before
+# the snapshot that names them.
+MERGED_MANIFEST_POINTS = ["compaction.commit.after_manifests", "compaction.commit.after_manifest_lists"]
+
+
+def _eight_appends(warehouse):
+    """A table of eight small appends: (table, checksum, latest snapshot id, manifest files)."""
     table = make_table(warehouse, options=SMALL)
     append_many(table, 8)
-    before_sum, before_snap = checksum(table), latest_snapshot(table).id
-    manifests_before = _manifest_dir_files(warehouse)
+    return table, checksum(table), latest_snapshot(table).id, _manifest_dir_files(warehouse)
+
+
+@pytest.mark.parametrize("point", MERGED_MANIFEST_POINTS)
+def test_fault_after_merged_manifests_changes_nothing(warehouse, point):
+    table, before_sum, before_snap, manifests_before = _eight_appends(warehouse)
     faults.clear()
     faults.set_fault(point)
     try:
@@ -196,14 +203,9 @@ compact(table, CompactionOptions.from_table(table))
 """
 
 
-@pytest.mark.parametrize(
-    "point", ["compaction.commit.after_manifests", "compaction.commit.after_manifest_lists"]
-)
+@pytest.mark.parametrize("point", MERGED_MANIFEST_POINTS)
 def test_sigkill_after_merged_manifests_leaves_orphans_only(warehouse, point):
-    table = make_table(warehouse, options=SMALL)
-    append_many(table, 8)
-    before_sum, before_snap = checksum(table), latest_snapshot(table).id
-    manifests_before = _manifest_dir_files(warehouse)
+    table, before_sum, before_snap, manifests_before = _eight_appends(warehouse)
     env = dict(os.environ, PAIMON_FAULT=point, PAIMON_FAULT_MODE="kill")
     proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, warehouse], env=env,
                           capture_output=True, timeout=300)
