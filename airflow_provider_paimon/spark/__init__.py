@@ -19,9 +19,6 @@ def register(spark: Any) -> None:
     from .lineage_source import PaimonLineageDataSource  # read-only lineage tables
 
     spark.dataSource.register(PaimonLineageDataSource)
-    # The reader pushes filters to pypaimon (partition pruning); Spark refuses a
-    # reader with pushFilters() while this is off (it is off by default).
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     from .lineage_capture import enable_from_conf  # only when spark.paimon.lineage.* asks
 
     enable_from_conf(spark)

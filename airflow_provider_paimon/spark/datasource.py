@@ -41,13 +41,12 @@ class PaimonDataSource(DataSource):
         return select_columns(full, opts.columns, opts.table)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from .reader import FilteringPaimonReader, PaimonReader
+        from .reader import PaimonReader
 
         opts = self.paimon_options
         full = table_spark_schema(open_table(opts))
         check_read_schema(schema, full, opts.table)
-        reader_class = FilteringPaimonReader if opts.filter_pushdown else PaimonReader
-        return reader_class(opts, schema)
+        return PaimonReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .write_setup import plan_write

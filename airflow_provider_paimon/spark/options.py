@@ -90,7 +90,6 @@ class PaimonOptions:
     columns: list[str] = field(default_factory=list)
     min_partitions: int | None = None
     partition_target_size: int | None = None
-    filter_pushdown: bool = True
     # events
     event_listeners: list[str] = field(default_factory=list)
     event_log: str | None = None
@@ -169,6 +168,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         k: v for k, v in opts.items() if k not in OWN_OPTIONS and k not in catalog_options and k != "warehouse"
     }
     branch = opts.get("branch", "").strip() or None
+    _refuse_filter_pushdown(opts)
     return PaimonOptions(
         warehouse=warehouse,
         table=table,
@@ -186,8 +186,23 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         columns=_names(opts, "columns"),
         min_partitions=int_option(opts, "read.min-partitions", minimum=1),
         partition_target_size=int_option(opts, "read.partition-target-size", minimum=1),
-        filter_pushdown=bool_option(opts, "filter-pushdown", True),
         event_listeners=_names(opts, "event-listeners"),
         event_log=opts.get("event-log", "").strip() or None,
         raw=opts,
     )
+
+
+def _refuse_filter_pushdown(opts: Mapping[str, str]) -> None:
+    """``filter-pushdown=true`` is refused: Spark would leak one query's filters into the next.
+
+    The option existed when the reader pushed Spark's filters to pypaimon. Spark 4.x
+    caches the read plan of the last query with pushable filters on the loaded
+    DataFrame and reuses it for later queries without filters, which then lose rows
+    (see ``reader.py``). ``false`` is still accepted: it is what every read does now.
+    """
+    if "filter-pushdown" in opts and bool_option(opts, "filter-pushdown", False):
+        raise InvalidArgumentError(
+            "option 'filter-pushdown=true' is no longer supported: Spark 4.x reuses the read plan "
+            "made for one query's filters in later queries on the same DataFrame, which would "
+            "lose rows. Remove the option; Spark applies every filter itself."
+        )

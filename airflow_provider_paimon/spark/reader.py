@@ -1,11 +1,17 @@
 """Batch read: plan pypaimon splits once on the driver, read them on executors as Arrow.
 
-``partitions()`` runs once per query on the driver. It opens the table (branch, time
-travel), turns Spark's pushed filters into a pypaimon predicate (so whole partitions
-and files are skipped before any task starts), plans the splits and packs them into
-Spark input partitions of similar size. Each ``read()`` runs on an executor, opens
-the table again, and streams the splits' Arrow record batches straight to Spark:
-no per-row Python. Primary-key tables are merged on read by pypaimon.
+``partitions()`` runs on the driver when a DataFrame is first planned. It opens the
+table (branch, time travel), plans the splits and packs them into Spark input
+partitions of similar size. Each ``read()`` runs on an executor, opens the table
+again, and streams the splits' Arrow record batches straight to Spark: no per-row
+Python. Primary-key tables are merged on read by pypaimon.
+
+No filter push-down from Spark, on purpose. Spark 4.x keeps ONE read plan per loaded
+DataFrame (``PythonDataSourceV2.readInfo``): a query with pushable filters replaces it
+with the plan made for those filters, and every later query on the same DataFrame
+that has no pushable filter (``df.count()``, ``collect()``, a write) reuses that
+pruned plan and silently loses rows. A reader therefore never narrows its plan with
+filters Spark pushed for one query; Spark evaluates every filter itself.
 
 Column projection: Spark 4.x does not tell a Python data source which columns a
 query needs (``PythonScanBuilder`` has no ``pruneColumns``), so the reader reads the
@@ -72,15 +78,17 @@ def _split_size(split: Any) -> int:
 class PaimonReader(DataSourceReader):
     """Reads one Paimon table (branch, snapshot) into Spark; picklable, holds no table.
 
-    This class takes no filters: Spark refuses a reader that implements
-    ``pushFilters`` while ``spark.sql.python.filterPushdown.enabled`` is false (the
-    default; ``register()`` turns it on). ``FilteringPaimonReader`` adds push-down.
+    It has no ``pushFilters`` (see the module docstring for the Spark behaviour that
+    makes per-query push-down lose rows). ``filters`` are fixed when the reader is
+    built and so belong to the DataFrame, not to one query; they are empty unless a
+    caller that owns the whole read (tests, helpers that build one reader per query)
+    sets them.
     """
 
-    def __init__(self, opts: PaimonOptions, schema: StructType) -> None:
+    def __init__(self, opts: PaimonOptions, schema: StructType, filters: Sequence[Filter] = ()) -> None:
         self.opts = opts
         self.schema = schema
-        self.filters: list[Filter] = []
+        self.filters: list[Filter] = list(filters)
 
     def _planning_table(self) -> Any:
         table = open_table(self.opts)
@@ -144,13 +152,3 @@ class PaimonReader(DataSourceReader):
             close = getattr(reader, "close", None)
             if close is not None:
                 close()
-
-
-class FilteringPaimonReader(PaimonReader):
-    """``PaimonReader`` that pushes Spark's filters down to pypaimon (the default)."""
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
-        """Keep every filter for pypaimon's pruning, and hand all back for Spark to re-check."""
-        for flt in filters:
-            self.filters.append(flt)
-            yield flt
