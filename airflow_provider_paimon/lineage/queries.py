@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from .store import LineageStore
 
 Direction = Literal["upstream", "downstream"]
+#: ``job -> bool``: whether a job's lineage may be shown (None: every job).
+JobFilter = Callable[[str], bool]
 #: Deepest walk allowed (a guard against cycles and mistakes, not a real-world need).
 MAX_DEPTH = 100
 DEFAULT_IMPACT_DEPTH = 20
@@ -280,8 +282,10 @@ def _reasons(budget: Budget, depth: int) -> dict[str, str]:
 
 
 def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: int, onwards: bool,
-         budget: Budget, began: float) -> tuple[dict[tuple, tuple], str | None]:
+         budget: Budget, began: float, job_filter: JobFilter | None) -> tuple[dict[tuple, tuple], str | None]:
     """Breadth-first walk: each snapshot is expanded at most once, whatever the cycles.
+
+    Rows of jobs ``job_filter`` rejects are neither listed nor stepped through.
 
     Returns {(db, table, branch, snapshot): (depth, job, barrier)} and the reason the
     walk stopped early (None when it saw everything within ``depth``).
@@ -310,6 +314,8 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
                 over = len(rows) > rows_left
                 rows_left -= min(len(rows), rows_left)
                 for db, tbl, br, snap, job, barrier in rows[: len(rows) - over]:
+                    if job_filter is not None and not job_filter(job):
+                        continue
                     key, candidate = (db, tbl, br, _stored_id(snap)), (level, job, _stored_id(barrier))
                     if key not in best and (key not in found or _tie_order(candidate) < _tie_order(found[key])):
                         found[key] = candidate
@@ -361,6 +367,7 @@ def walk_bounded(
     depth: int = 1,
     onwards: bool = False,
     budget: Budget | None = None,
+    job_filter: JobFilter | None = None,
 ) -> LineageWalk:
     """Snapshots up to ``depth`` hops up- or downstream of one snapshot, within a budget.
 
@@ -370,7 +377,8 @@ def walk_bounded(
     (cycles end), reads at most ``budget.max_rows`` rows, keeps at most
     ``budget.max_nodes`` nodes and stops at ``budget.timeout_s`` (the backend cancels a
     statement that runs over); then the answer is what was found so far, with
-    ``truncated`` set and the reason.
+    ``truncated`` set and the reason. ``job_filter(job)`` False hides a job: the walk
+    neither lists nor passes through its barriers (the UI's per-user view).
     """
     start = _start(database, table, snapshot_id, branch)
     depth = _check_depth(depth)
@@ -382,7 +390,7 @@ def walk_bounded(
         raise InvalidLineageArgumentError(f"onwards must be True or False, got {onwards!r}")
     began = time.monotonic()
     best, reason = store.run(f"{direction} lineage",
-                             lambda conn: _bfs(conn, direction, start, depth, onwards, budget, began))
+                             lambda conn: _bfs(conn, direction, start, depth, onwards, budget, began, job_filter))
     nodes = [LineageNode(k[0], k[1], k[2], k[3], int(v[0]), v[1], v[2]) for k, v in best.items()]
     nodes.sort(key=lambda n: (n.depth, n.database, n.table, n.branch, _id_order(n.snapshot_id), n.job))
     return LineageWalk(nodes, reason is not None, _reasons(budget, depth)[reason] if reason else None)
@@ -433,6 +441,7 @@ def impact(
     depth: int = DEFAULT_IMPACT_DEPTH,
     onwards: bool = False,
     budget: Budget | None = None,
+    job_filter: JobFilter | None = None,
 ) -> ImpactReport:
     """Every downstream (table, snapshot) derived from a source snapshot, per table.
 
@@ -442,7 +451,7 @@ def impact(
     """
     start = _start(database, table, snapshot_id, branch)
     result = walk_bounded(store, "downstream", database, table, snapshot_id, branch=branch, depth=depth,
-                          onwards=onwards, budget=budget)
+                          onwards=onwards, budget=budget, job_filter=job_filter)
     nodes = result.nodes
     grouped: dict[tuple[str, str, str], list[LineageNode]] = {}
     for node in nodes:

@@ -23,8 +23,9 @@ def _user(authorization: str | None = Header(default=None)) -> str:
 def client(tmp_path):
     url = f"sqlite:///{tmp_path / 'lineage.db'}"
     seed_chain(url)
-    app = create_app(lambda: LineageStore.from_url(url), _user)
-    return TestClient(app, headers={"Authorization": "Bearer t"})
+    with LineageStore.from_url(url, read_only=True) as store:
+        app = create_app(lambda: store, _user)
+        yield TestClient(app, headers={"Authorization": "Bearer t"})
 
 
 def test_no_data_without_a_user(client):
