@@ -13,6 +13,7 @@ Authorisation follows the auth manager's DAG permissions: jobs are named
 jobs that belong to no DAG are shown only to users who may read every DAG.
 """
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -92,8 +93,16 @@ def _store_location() -> tuple[Any, str]:
     if conn.password:
         mask_secret(conn.password)
     try:
-        url, database = url_from_connection(conn.host, conn.port, conn.login, conn.password, conn.schema,
-                                            conn.extra_dejson)
+        extra = json.loads(conn.extra) if conn.extra else {}
+    except ValueError:
+        extra = None
+    if not isinstance(extra, dict):  # extra_dejson would say {}: the default store, silently
+        raise LineageStoreUnavailableError(
+            f"the {LINEAGE_CONN_ID!r} connection cannot be read: its extra is not a JSON object; "
+            'fix it (e.g. {"url": "mysql+pymysql://host/db"})'
+        )
+    try:
+        url, database = url_from_connection(conn.host, conn.port, conn.login, conn.password, conn.schema, extra)
     except LineageError as err:
         raise type(err)(f"the {LINEAGE_CONN_ID!r} connection: {err}") from None
     if url.password:
