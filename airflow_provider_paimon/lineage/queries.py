@@ -108,9 +108,13 @@ class TableEdge:
 
 @dataclass(frozen=True)
 class TableGraph:
-    """The table-level lineage graph: jobs, tables and who reads/writes what."""
+    """The table-level lineage graph: jobs, tables and who reads/writes what.
+
+    ``truncated``: the store holds more edges than the query's budget allowed.
+    """
 
     edges: list[TableEdge]
+    truncated: bool = False
 
     @property
     def jobs(self) -> list[str]:
@@ -464,18 +468,36 @@ def impact(
     return ImpactReport(start, nodes, tables, result.truncated, result.reason)
 
 
-def table_graph(store: LineageStore, *, job: str | None = None, database: str | None = None, table: str | None = None) -> TableGraph:
-    """The table-level graph, optionally narrowed to one job, database or table."""
+def table_graph(
+    store: LineageStore,
+    *,
+    job: str | None = None,
+    database: str | None = None,
+    table: str | None = None,
+    budget: Budget | None = None,
+) -> TableGraph:
+    """The table-level graph, optionally narrowed to one job, database or table.
+
+    At most ``budget.max_rows`` edges within ``budget.timeout_s``; more is ``truncated``.
+    """
     conds = {k: check_name(k, v) for k, v in (("job", job), ("database", database), ("table", table)) if v is not None}
+    budget = budget or Budget()
+    began = time.monotonic()
 
-    def query(conn: sa.Connection) -> list[TableEdge]:
-        edges = []
-        for kind, t in (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage)):
-            stmt = sa.select(t.c.job, t.c.database, t.c["table"], t.c.branch).where(
-                *(t.c[k] == v for k, v in conds.items())
-            )
-            edges.extend(TableEdge(r.job, r.database, r.table, r.branch, kind) for r in conn.execute(stmt))
-        return edges
+    def query(conn: sa.Connection) -> tuple[list[TableEdge], bool]:
+        edges: list[TableEdge] = []
+        try:
+            for kind, t in (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage)):
+                room = budget.max_rows - len(edges)
+                stmt = (sa.select(t.c.job, t.c.database, t.c["table"], t.c.branch)
+                        .where(*(t.c[k] == v for k, v in conds.items())).limit(room + 1))
+                rows = _fetch(conn, stmt, {}, began + budget.timeout_s)
+                edges.extend(TableEdge(j, db, tbl, br, kind) for j, db, tbl, br in rows[:room])
+                if len(rows) > room:
+                    return edges, True
+        except _OutOfTime:
+            return edges, True
+        return edges, False
 
-    edges = store.run("table graph", query)
-    return TableGraph(sorted(edges, key=lambda e: (e.job, e.kind != "source", e.database, e.table)))
+    edges, truncated = store.run("table graph", query)
+    return TableGraph(sorted(edges, key=lambda e: (e.job, e.kind != "source", e.database, e.table)), truncated)

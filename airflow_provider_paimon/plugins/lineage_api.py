@@ -33,7 +33,15 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..lineage import LineageStore
 from ..lineage.errors import InvalidLineageArgumentError, LineageError, LineageStoreUnavailableError
-from ..lineage.queries import JobFilter, TableGraph, impact, table_graph, walk_bounded
+from ..lineage.queries import (
+    MAX_ROWS,
+    TIMEOUT_S,
+    JobFilter,
+    TableGraph,
+    impact,
+    table_graph,
+    walk_bounded,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +119,15 @@ def create_app(
         def run(store: LineageStore) -> dict:
             g = table_graph(store, job=job, database=database, table=table)
             if visible is not None:
-                g = TableGraph([e for e in g.edges if visible(e.job)])
+                g = TableGraph([e for e in g.edges if visible(e.job)], g.truncated)
             tables = sorted({(e.database, e.table, e.branch) for e in g.edges})
             return {
                 "jobs": g.jobs,
                 "tables": [{"database": d, "table": t, "branch": b} for d, t, b in tables],
                 "edges": [asdict(e) for e in g.edges],
+                "truncated": g.truncated,
+                "truncated_reason": (f"more than {MAX_ROWS} edges (or {TIMEOUT_S:g} s); filter by job, "
+                                     "database or table") if g.truncated else None,
             }
 
         return with_store(run)

@@ -222,3 +222,10 @@ def test_cli_says_when_a_walk_was_truncated(tmp_path, capsys):
     assert "result truncated" in captured.err and '"truncated": true' in captured.out
     assert cli.main(["downstream", "db.t", "1", "--depth", "9", "--url", url]) == 0
     assert "truncated" not in capsys.readouterr().err
+
+
+def test_table_graph_is_bounded(store):
+    build_chain(store)
+    assert not table_graph(store).truncated
+    small = table_graph(store, budget=Budget(max_rows=3))
+    assert small.truncated and len(small.edges) == 3
