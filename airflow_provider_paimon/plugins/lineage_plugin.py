@@ -146,16 +146,18 @@ def _job_visibility_dependency() -> Callable[..., Any]:
 
     # Not postponed (no __future__ annotations in this module): FastAPI reads GetUserDep.
     def visibility(user: GetUserDep) -> Callable[[str], bool] | None:
-        manager = get_auth_manager()
-        if manager.is_authorized_dag(method="GET", user=user):  # no details: every DAG
-            return None
         from airflow.models.dag import DagModel
         from airflow.utils.session import create_session
         from sqlalchemy import select
 
+        manager = get_auth_manager()
+        readable = manager.get_authorized_dag_ids(user=user, method="GET")
         with create_session() as session:
             known = set(session.scalars(select(DagModel.dag_id)))
-        return job_filter_for(False, manager.get_authorized_dag_ids(user=user, method="GET"), known)
+        # "Every DAG" needs both: the general permission (no DAG named) and every known
+        # DAG one by one (a multi-team SimpleAuthManager grants the first to everyone).
+        can_read_all = manager.is_authorized_dag(method="GET", user=user) and readable >= known
+        return job_filter_for(can_read_all, readable, known)
 
     return visibility
 

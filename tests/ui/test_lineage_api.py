@@ -187,3 +187,26 @@ def test_one_store_and_engine_serve_every_request(plugin_client, tmp_path, monke
         assert plugin_client.get("/api/graph").status_code == 200
     assert lineage_plugin._open_store() is first and first.engine is lineage_plugin._open_store().engine
     assert first.engine.pool.checkedout() == 0  # connections go back to the pool, not away
+
+
+def test_jobs_belong_to_the_longest_dag_id_that_prefixes_them():
+    from airflow_provider_paimon.plugins.lineage_plugin import job_filter_for
+
+    known = {"etl", "etl.daily", "other"}
+    visible = job_filter_for(False, readable={"etl"}, known=known)
+    assert visible("etl.load") and visible("etl.group.task")
+    assert not visible("etl.daily.load")  # DAG etl.daily, not etl
+    assert not visible("other.x") and not visible("adhoc") and not visible("etlx.load")
+    assert job_filter_for(True, readable=set(), known=known) is None
+
+
+def test_hidden_jobs_are_neither_shown_nor_walked_through(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    seed_chain(url)
+    with LineageStore.from_url(url, read_only=True) as store:
+        app = create_app(lambda: store, _user, lambda: (lambda job: job != "ingest"))
+        client = TestClient(app, headers={"Authorization": "Bearer t"})
+        assert "ingest" not in client.get("/api/graph").json()["jobs"]
+        impact = client.get("/api/impact/raw/events/3").json()
+        # ingest is hidden: dw.orders@13 is not reached, nor mart.revenue@103 after it
+        assert {(t["table"], t["branch"]) for t in impact["tables"]} == {("orders", "fix")}
