@@ -134,7 +134,7 @@ def test_concurrent_walks_do_not_balloon_the_server(server):
             assert all(status == 200 and body["truncated"] for status, body in results)
     grown = group_rss(server.pid) - before
     assert before > 0
-    assert grown < 400 * 2**20, f"api-server grew by {grown / 2**20:.0f} MB"
+    assert grown < 300 * 2**20, f"api-server grew by {grown / 2**20:.0f} MB"
 
 
 def test_text_in_an_id_column_is_shown_not_an_error(server):
