@@ -229,3 +229,14 @@ def test_table_graph_is_bounded(store):
     assert not table_graph(store).truncated
     small = table_graph(store, budget=Budget(max_rows=3))
     assert small.truncated and len(small.edges) == 3
+
+
+def test_a_read_only_store_answers_queries_and_refuses_writes(store, target):
+    from airflow_provider_paimon.lineage import LineageError
+
+    build_chain(store)
+    with LineageStore.from_url(target.url, target.database, read_only=True) as reader:
+        assert names(upstream(reader, "dwd", "orders", 101)) == [(1, "dim.users", "main", 7), (1, "ods.raw", "main", 1)]
+        with pytest.raises(LineageError, match="read.only|READ ONLY|readonly"):
+            reader.record_batch("x", 1, [SnapshotRef("a", "b", 1)], [])
+    assert upstream(store, "a", "b", 1) == [] and store.source_data_lineages(job="x") == []
