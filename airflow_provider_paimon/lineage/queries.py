@@ -275,7 +275,9 @@ def _fetch(conn: sa.Connection, stmt: sa.Select, params: dict, deadline: float) 
 
 def _reasons(budget: Budget, depth: int) -> dict[str, str]:
     return {
-        "depth": f"stopped at depth {depth}; there is lineage beyond it (ask for a larger depth, at most {MAX_DEPTH})",
+        "depth": f"stopped at depth {depth}; there is lineage beyond it ("
+                 + (f"ask for a larger depth, at most {MAX_DEPTH})" if depth < MAX_DEPTH
+                    else "the deepest walk allowed; start again from a snapshot further along)"),
         "nodes": f"stopped after {budget.max_nodes} snapshots (the node budget); start from a narrower point "
                  "(an exact snapshot instead of onwards, a smaller depth)",
         "rows": f"stopped after reading {budget.max_rows} lineage rows (the row budget); start from a narrower "
