@@ -78,11 +78,12 @@ def test_plugin_reads_the_lineage_connection(tmp_path, monkeypatch):
     seed_chain(url)
     monkeypatch.setenv("AIRFLOW_CONN_PAIMON_LINEAGE_DEFAULT", json.dumps({"conn_type": "paimon_lineage", "extra": {"url": url}}))
     monkeypatch.setenv("PAIMON_LINEAGE_URL", f"sqlite:///{tmp_path / 'other.db'}")
-    store = lineage_plugin._open_store()
+    monkeypatch.setattr(lineage_plugin, "_stores", lineage_plugin.StoreCache())
     try:
+        store = lineage_plugin._open_store()
         assert {t.job for t in store.sink_table_lineages()} == {"ingest", "daily", "ingest_fix"}
     finally:
-        store.close()
+        lineage_plugin._stores.close()
 
 
 # -- the plugin's store: read-only, one per store, errors on the page ----------------------
