@@ -111,15 +111,19 @@ class PaimonLineageHook(BaseHook):
         """The lineage system database (MySQL database / PostgreSQL schema)."""
         return self._resolve()[1]
 
-    def get_store(self, create: bool = True) -> LineageStore:
-        """An open ``LineageStore``; close it (or use it in a ``with`` block) when done."""
+    def get_store(self, create: bool = True, read_only: bool = False) -> LineageStore:
+        """An open ``LineageStore``; close it (or use it in a ``with`` block) when done.
+
+        ``read_only=True`` (for readers: pages, checks) creates, upgrades and writes
+        nothing, whatever ``create`` says.
+        """
         url, database = self._resolve()
-        return LineageStore.from_url(url, database, create=create)
+        return LineageStore.from_url(url, database, create=create, read_only=read_only)
 
     def test_connection(self) -> tuple[bool, str]:
         """For the UI's Test button: can the store be opened (without creating it)?"""
         try:
-            with self.get_store(create=False) as store:
+            with self.get_store(read_only=True) as store:
                 return True, f"lineage store {store.url} at schema version {store.schema_version}"
         except Exception as err:  # noqa: BLE001 - the message is the answer
             return False, str(err)

@@ -166,10 +166,19 @@ def _run(args: argparse.Namespace, out: Any) -> int:
                                     depth=args.depth, onwards=args.onwards)
             rows = [(t.database, t.table, t.branch, ", ".join(map(str, t.snapshot_ids)), ", ".join(t.jobs), t.min_depth)
                     for t in report.tables]
+            _warn_truncated(report.truncated_reason)
             return _emit(as_json, report, ("database", "table", "branch", "snapshots", "jobs", "depth"), rows, out)
-        nodes = queries.walk(store, cmd, database, table, args.snapshot, branch=branch, depth=args.depth)
+        result = queries.walk_bounded(store, cmd, database, table, args.snapshot, branch=branch, depth=args.depth)
+        nodes = result.nodes
+        _warn_truncated(result.reason)
         rows = [(n.depth, n.database, n.table, n.branch, n.snapshot_id, n.job, n.barrier_id) for n in nodes]
         return _emit(as_json, nodes, ("depth", "database", "table", "branch", "snapshot", "job", "barrier"), rows, out)
+
+
+def _warn_truncated(reason: str | None) -> None:
+    """A walk cut short by its budget or depth says so on stderr (stdout stays parseable)."""
+    if reason:
+        print(f"paimon-lineage: warning: result truncated: {reason}", file=sys.stderr)
 
 
 def _emit(as_json: bool, data: Any, headers: Sequence[str], rows: Sequence[Sequence[Any]], out: Any) -> int:

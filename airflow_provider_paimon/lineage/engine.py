@@ -8,15 +8,22 @@
 - PostgreSQL: the system database is a schema inside the URL's database (no CREATEDB
   privilege needed), made the connection's ``search_path`` so the seed's unqualified
   SQL runs as written.
+- Read-only engines (``read_only=True``, for readers such as the UI) never create a
+  file, change a journal mode or write: SQLite opens the file ``mode=rw`` (no create)
+  with ``PRAGMA query_only``; MySQL/MariaDB sessions are ``READ ONLY``; PostgreSQL
+  sessions have ``default_transaction_read_only``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import sqlite3
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -30,17 +37,27 @@ IMMEDIATE = "paimon_sqlite_immediate"
 LOCK_TIMEOUT_S = 60
 
 
-def _sqlite_engine(url: URL, options: dict[str, Any]) -> sa.Engine:
+def _sqlite_engine(url: URL, options: dict[str, Any], read_only: bool = False) -> sa.Engine:
     path = url.database or ""
     memory = path in ("", ":memory:") or path.startswith("file::memory:")
-    if not memory and Path(path).expanduser() == default_sqlite_path():
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    if not memory and read_only:
+        # sqlite3 would create a missing file on connect; mode=rw opens only an existing
+        # one. A creator keeps engine.url (shown in messages) the URL the user gave.
+        if url.query.get("uri") == "true":
+            raise InvalidLineageArgumentError(
+                f"lineage store {mask_url(url)!r}: read-only opening of a SQLite URI URL is not "
+                "supported; give the plain file path (sqlite:////path/lineage.sqlite)"
+            )
+        uri = "file:" + quote(os.path.abspath(Path(path).expanduser())) + "?mode=rw"
+        kwargs["creator"] = lambda: sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+    elif not memory and Path(path).expanduser() == default_sqlite_path():
         default_sqlite_path().parent.mkdir(parents=True, exist_ok=True)
     if not memory and not Path(path).expanduser().parent.is_dir():
         raise InvalidLineageArgumentError(
             f"lineage store SQLite file {path!r}: directory {str(Path(path).parent)!r} does "
             "not exist; create it or point the URL at an existing directory"
         )
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
     if memory:
         kwargs["poolclass"] = StaticPool
     engine = sa.create_engine(url, **kwargs, **options)
@@ -49,7 +66,9 @@ def _sqlite_engine(url: URL, options: dict[str, Any]) -> sa.Engine:
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
-        if not memory:
+        if read_only:
+            cur.execute("PRAGMA query_only=ON")  # the journal mode is the writers' business
+        elif not memory:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA busy_timeout=30000")
@@ -70,12 +89,15 @@ def server_url(url: URL, database: str) -> URL:
     return url
 
 
-def create_store_engine(url: URL, database: str, options: dict[str, Any] | None = None) -> sa.Engine:
-    """An engine whose connections see the store's tables unqualified."""
+def create_store_engine(
+    url: URL, database: str, options: dict[str, Any] | None = None, *, read_only: bool = False
+) -> sa.Engine:
+    """An engine whose connections see the store's tables unqualified (and, if
+    ``read_only``, can neither create the store nor write to it)."""
     opts = dict(options or {})
     backend = backend_of(url)
     if backend == "sqlite":
-        return _sqlite_engine(url, opts)
+        return _sqlite_engine(url, opts, read_only)
     opts.setdefault("pool_pre_ping", True)
     opts.setdefault("pool_size", 5)
     opts.setdefault("max_overflow", 10)
@@ -83,10 +105,14 @@ def create_store_engine(url: URL, database: str, options: dict[str, Any] | None 
     connect_args = dict(opts.pop("connect_args", {}))
     if backend == "postgresql":
         connect_args["options"] = f'-c search_path="{database}"'  # quoted: case kept, as in CREATE SCHEMA
+        if read_only:
+            connect_args["options"] += " -c default_transaction_read_only=on"
         connect_args.setdefault("connect_timeout", 10)
     else:
         connect_args.setdefault("connect_timeout", 10)
         connect_args.setdefault("charset", "utf8mb4")
+        if read_only:
+            connect_args["init_command"] = "SET SESSION TRANSACTION READ ONLY"
     return sa.create_engine(server_url(url, database), connect_args=connect_args, **opts)
 
 

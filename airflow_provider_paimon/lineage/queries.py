@@ -2,16 +2,22 @@
 
 One hop is the seed's query: the sink row of (database, table, snapshot) gives the job
 and barrier that produced it, and that barrier's source rows are the upstream
-snapshots (downstream: the other way round). Many hops run as one recursive CTE
-(SQLite, PostgreSQL, MySQL 8, MariaDB 10.2+), bounded by a depth limit so a cycle or a
-huge graph cannot run away; older MySQL servers get the same answer hop by hop.
-Branch is part of a node: snapshot 5 of a branch is not snapshot 5 of main.
+snapshots (downstream: the other way round). Many hops are a breadth-first walk, one
+batched query per table and level, that expands every snapshot at most once, so a
+cycle (a job reading and writing the same table) or a hub (one snapshot read by a
+million barriers) costs at most its budget: ``MAX_DEPTH`` hops, ``Budget.max_rows``
+rows read, ``Budget.max_nodes`` snapshots kept and ``Budget.timeout_s`` seconds (the
+backend cancels a statement that runs over). A walk cut short says so
+(``LineageWalk.truncated`` and its reason). Branch is part of a node: snapshot 5 of a
+branch is not snapshot 5 of main.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -25,26 +31,68 @@ if TYPE_CHECKING:
     from .store import LineageStore
 
 Direction = Literal["upstream", "downstream"]
+#: ``job -> bool``: whether a job's lineage may be shown (None: every job).
+JobFilter = Callable[[str], bool]
 #: Deepest walk allowed (a guard against cycles and mistakes, not a real-world need).
 MAX_DEPTH = 100
 DEFAULT_IMPACT_DEPTH = 20
+#: Default budget of one walk (the API's and the CLI's); see ``Budget``.
+MAX_NODES = 10_000
+MAX_ROWS = 100_000
+TIMEOUT_S = 10.0
+_BATCH = 500  # snapshot ids per IN list
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one walk may cost: rows read, snapshots kept, seconds spent.
+
+    Bounds the work (and the memory: at most ``max_rows`` rows are ever fetched) of a
+    walk whatever the graph's shape.
+    """
+
+    max_nodes: int = MAX_NODES
+    max_rows: int = MAX_ROWS
+    timeout_s: float = TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        for name in ("max_nodes", "max_rows"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidLineageArgumentError(f"budget {name} must be a positive integer, got {value!r}")
+        t = self.timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 3600:
+            raise InvalidLineageArgumentError(f"budget timeout_s must be from 0 to 3600 seconds, got {t!r}")
 
 
 @dataclass(frozen=True)
 class LineageNode:
-    """A snapshot reached ``depth`` hops away, through barrier ``barrier_id`` of ``job``."""
+    """A snapshot reached ``depth`` hops away, through barrier ``barrier_id`` of ``job``.
+
+    Ids are integers; a value another tool stored as text in a BIGINT column (SQLite
+    allows it) is passed on as that text rather than failing the whole query.
+    """
 
     database: str
     table: str
     branch: str
-    snapshot_id: int
+    snapshot_id: int | str
     depth: int
     job: str
-    barrier_id: int
+    barrier_id: int | str
 
     @property
     def ref(self) -> SnapshotRef:
         return SnapshotRef(self.database, self.table, self.snapshot_id, self.branch)
+
+
+@dataclass(frozen=True)
+class LineageWalk:
+    """The nodes of a walk; ``truncated`` when a budget or the depth cut it short (``reason`` says which)."""
+
+    nodes: list[LineageNode]
+    truncated: bool = False
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,9 +108,13 @@ class TableEdge:
 
 @dataclass(frozen=True)
 class TableGraph:
-    """The table-level lineage graph: jobs, tables and who reads/writes what."""
+    """The table-level lineage graph: jobs, tables and who reads/writes what.
+
+    ``truncated``: the store holds more edges than the query's budget allowed.
+    """
 
     edges: list[TableEdge]
+    truncated: bool = False
 
     @property
     def jobs(self) -> list[str]:
@@ -86,7 +138,7 @@ class ImpactedTable:
     database: str
     table: str
     branch: str
-    snapshot_ids: list[int]
+    snapshot_ids: list[int | str]
     jobs: list[str]
     min_depth: int
 
@@ -98,6 +150,9 @@ class ImpactReport:
     source: SnapshotRef
     nodes: list[LineageNode]
     tables: list[ImpactedTable] = field(default_factory=list)
+    #: True when the walk was cut short (``truncated_reason`` says why and what to do).
+    truncated: bool = False
+    truncated_reason: str | None = None
 
 
 def _start(database: str, table: str, snapshot_id: int, branch: str | None) -> SnapshotRef:
@@ -120,76 +175,231 @@ def _sides(direction: Direction) -> tuple[sa.Table, sa.Table]:
     raise InvalidLineageArgumentError(f"direction must be 'upstream' or 'downstream', got {direction!r}")
 
 
-def _hop(direction: Direction, db: sa.ColumnElement, tbl: sa.ColumnElement, br: sa.ColumnElement, snap_cond) -> tuple[sa.FromClause, list, list]:
+@functools.cache
+def _hop_query(direction: Direction, onwards: bool) -> sa.Select:
+    """One hop from some snapshots of one table, at most ``:lim`` rows (built once).
+
+    Parameters: db, tbl, br, lim and either snap (``onwards``: every snapshot >= snap)
+    or snaps (a list: exactly those snapshots). The seed's one-hop join, batched.
+    """
     near_t, far_t = _sides(direction)
     near, far = near_t.alias("near"), far_t.alias("far")
     joined = near.join(far, sa.and_(near.c.job == far.c.job, near.c.barrier_id == far.c.barrier_id))
-    where = [near.c.database == db, near.c["table"] == tbl, near.c.branch == br, snap_cond(near.c.snapshot_id)]
-    cols = [far.c.database.label("db"), far.c["table"].label("tbl"), far.c.branch.label("br"),
-            far.c.snapshot_id.label("snap"), far.c.job.label("job"), far.c.barrier_id.label("barrier")]
-    return joined, where, cols
+    if onwards:
+        snap_cond = near.c.snapshot_id >= sa.bindparam("snap", type_=sa.BigInteger())
+    else:
+        snap_cond = near.c.snapshot_id.in_(sa.bindparam("snaps", expanding=True))
+    return (
+        sa.select(far.c.database, far.c["table"], far.c.branch, far.c.snapshot_id, far.c.job, far.c.barrier_id)
+        .select_from(joined)
+        .where(near.c.database == sa.bindparam("db", type_=schema.NAME),
+               near.c["table"] == sa.bindparam("tbl", type_=schema.NAME),
+               near.c.branch == sa.bindparam("br", type_=schema.NAME), snap_cond)
+        .limit(sa.bindparam("lim", type_=sa.Integer()))
+    )
 
 
-def _start_condition(onwards: bool) -> Callable[[sa.ColumnElement], sa.ColumnElement]:
-    snap = sa.bindparam("snap", type_=sa.BigInteger())
-    return (lambda c: c >= snap) if onwards else (lambda c: c == snap)
+def _stored_id(value: object) -> int | str:
+    """An id as stored: an integer, or (a foreign tool wrote text into BIGINT) the text itself.
+
+    SQLite accepts any value in a BIGINT column; such a value is passed on as it is,
+    so the page can show it (escaped) instead of the request failing.
+    """
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
-def _named_start() -> tuple[sa.BindParameter, sa.BindParameter, sa.BindParameter]:
-    return (sa.bindparam("db", type_=schema.NAME), sa.bindparam("tbl", type_=schema.NAME),
-            sa.bindparam("br", type_=schema.NAME))
+def _id_order(value: int | str) -> tuple[int, int | str]:
+    return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-@functools.cache
-def _cte_query(direction: Direction, onwards: bool) -> sa.Select:
-    """The recursive walk, built once (parameters: db, tbl, br, snap, max_depth)."""
-    joined, where, cols = _hop(direction, *_named_start(), _start_condition(onwards))
-    anchor = sa.select(*cols, sa.literal_column("1", sa.Integer).label("depth")).select_from(joined).where(*where)
-    hops = anchor.cte("hops", recursive=True)
-    joined2, where2, cols2 = _hop(direction, hops.c.db, hops.c.tbl, hops.c.br, lambda c: c == hops.c.snap)
-    step = (sa.select(*cols2, (hops.c.depth + 1).label("depth")).select_from(hops.join(joined2, sa.true()))
-            .where(*where2, hops.c.depth < sa.bindparam("max_depth", type_=sa.Integer())))
-    hops = hops.union(step)
-    return sa.select(hops)
+class _OutOfTime(Exception):
+    """A statement ran into the walk's deadline (the backend cancelled it)."""
 
 
-@functools.cache
-def _one_hop_query(direction: Direction, onwards: bool) -> sa.Select:
-    """One hop, built once (parameters: db, tbl, br, snap)."""
-    joined, where, cols = _hop(direction, *_named_start(), _start_condition(onwards))
-    return sa.select(*cols).select_from(joined).where(*where)
+def _is_timeout(err: sa.exc.DBAPIError) -> bool:
+    orig = err.orig
+    module = type(orig).__module__
+    if module.startswith("sqlite3"):
+        return "interrupted" in str(orig).lower()
+    if module.startswith("psycopg"):
+        return getattr(orig, "pgcode", None) == "57014"  # query_canceled (statement_timeout)
+    if module.startswith("pymysql"):
+        return bool(orig.args) and orig.args[0] in (1969, 3024)  # MariaDB / MySQL time limit
+    return False
 
 
-def _supports_recursive_cte(conn: sa.Connection) -> bool:
-    dialect = conn.dialect
-    if dialect.name != "mysql":
-        return True
-    version = dialect.server_version_info or ()
-    if getattr(dialect, "is_mariadb", False):
-        return version >= (10, 2, 2)
-    return version >= (8, 0)
+def _fetch(conn: sa.Connection, stmt: sa.Select, params: dict, deadline: float) -> list[tuple]:
+    """Run one hop with the backend cancelling it at ``deadline`` (raises ``_OutOfTime``).
+
+    SQLite: a progress handler interrupts the statement; PostgreSQL: ``statement_timeout``
+    inside a savepoint (so the transaction survives); MySQL/MariaDB: the session's
+    ``max_execution_time`` / ``max_statement_time``, reset afterwards.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _OutOfTime
+    backend = conn.dialect.name
+    raw = conn.connection.driver_connection
+    reset: str | None = None
+    try:
+        if backend == "sqlite":
+            raw.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+        elif backend == "postgresql":
+            with conn.begin_nested():
+                conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, int(remaining * 1000))}")
+                return [tuple(r) for r in conn.execute(stmt, params)]
+        elif backend == "mysql":
+            if getattr(conn.dialect, "is_mariadb", False):
+                conn.exec_driver_sql(f"SET SESSION max_statement_time = {max(0.001, remaining):.3f}")
+                reset = "SET SESSION max_statement_time = DEFAULT"
+            else:
+                conn.exec_driver_sql(f"SET SESSION max_execution_time = {max(1, int(remaining * 1000))}")
+                reset = "SET SESSION max_execution_time = DEFAULT"
+        return [tuple(r) for r in conn.execute(stmt, params)]
+    except sa.exc.DBAPIError as err:
+        if _is_timeout(err):
+            raise _OutOfTime from None
+        raise
+    finally:
+        if backend == "sqlite":
+            raw.set_progress_handler(None, 0)
+        elif reset:
+            conn.exec_driver_sql(reset)
 
 
-def _walk_iteratively(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: int, onwards: bool) -> list[tuple]:
-    """Breadth-first, one query per node: the answer of the CTE without one."""
-    found: list[tuple] = []
-    seen: set[tuple] = set()
-    frontier = [(start.database, start.table, start.branch, start.snapshot_id, onwards)]
+def _reasons(budget: Budget, depth: int) -> dict[str, str]:
+    return {
+        "depth": f"stopped at depth {depth}; there is lineage beyond it ("
+                 + (f"ask for a larger depth, at most {MAX_DEPTH})" if depth < MAX_DEPTH
+                    else "the deepest walk allowed; start again from a snapshot further along)"),
+        "nodes": f"stopped after {budget.max_nodes} snapshots (the node budget); start from a narrower point "
+                 "(an exact snapshot instead of onwards, a smaller depth)",
+        "rows": f"stopped after reading {budget.max_rows} lineage rows (the row budget); start from a narrower "
+                "point (an exact snapshot instead of onwards, a smaller depth)",
+        "time": f"stopped after {budget.timeout_s:g} s (the time budget); start from a narrower point "
+                "(an exact snapshot instead of onwards, a smaller depth)",
+    }
+
+
+def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: int, onwards: bool,
+         budget: Budget, began: float, job_filter: JobFilter | None) -> tuple[dict[tuple, tuple], str | None]:
+    """Breadth-first walk: each snapshot is expanded at most once, whatever the cycles.
+
+    Rows of jobs ``job_filter`` rejects are neither listed nor stepped through.
+
+    Returns {(db, table, branch, snapshot): (depth, job, barrier)} and the reason the
+    walk stopped early (None when it saw everything within ``depth``).
+    """
+    deadline = began + budget.timeout_s
+    best: dict[tuple, tuple] = {}
+    expanded: set[tuple] = set() if onwards else {(start.database, start.table, start.branch, start.snapshot_id)}
+    rows_left = budget.max_rows
+    # The frontier, per table: the snapshots to step from next.
+    frontier: dict[tuple[str, str, str], list] = {(start.database, start.table, start.branch): [start.snapshot_id]}
+    first = True
+
+    def batches(hop_onwards: bool) -> Iterator[tuple[sa.Select, dict]]:
+        for (db, tbl, br), snaps in frontier.items():
+            if hop_onwards:
+                yield _hop_query(direction, True), {"db": db, "tbl": tbl, "br": br, "snap": snaps[0]}
+                continue
+            for i in range(0, len(snaps), _BATCH):
+                yield _hop_query(direction, False), {"db": db, "tbl": tbl, "br": br, "snaps": snaps[i:i + _BATCH]}
+
     for level in range(1, depth + 1):
-        following = []
-        for db, tbl, br, snap, from_onwards in frontier:
-            params = {"db": db, "tbl": tbl, "br": br, "snap": snap}
-            for row in conn.execute(_one_hop_query(direction, from_onwards), params):
-                key = (*tuple(row), level)
-                if key in seen:
-                    continue
-                seen.add(key)
-                found.append(key)
-                following.append((row.db, row.tbl, row.br, row.snap, False))
-        frontier = following
+        found: dict[tuple, tuple] = {}
+        try:
+            for stmt, params in batches(onwards and first):
+                rows = _fetch(conn, stmt, {**params, "lim": rows_left + 1}, deadline)
+                over = len(rows) > rows_left
+                rows_left -= min(len(rows), rows_left)
+                for db, tbl, br, snap, job, barrier in rows[: len(rows) - over]:
+                    if job_filter is not None and not job_filter(job):
+                        continue
+                    key, candidate = (db, tbl, br, _stored_id(snap)), (level, job, _stored_id(barrier))
+                    if key not in best and (key not in found or _tie_order(candidate) < _tie_order(found[key])):
+                        found[key] = candidate
+                if over:
+                    best.update(_within(found, budget.max_nodes - len(best)))
+                    return best, "rows"
+        except _OutOfTime:
+            best.update(_within(found, budget.max_nodes - len(best)))
+            return best, "time"
+        first = False
+        if len(best) + len(found) > budget.max_nodes:
+            best.update(_within(found, budget.max_nodes - len(best)))
+            return best, "nodes"
+        best.update(found)
+        frontier = {}
+        for key in found:
+            if key not in expanded:
+                expanded.add(key)
+                frontier.setdefault(key[:3], []).append(key[3])
         if not frontier:
-            break
-    return found
+            return best, None
+    # Depth reached with snapshots not followed: is there anything beyond them?
+    try:
+        for stmt, params in batches(False):
+            if _fetch(conn, stmt, {**params, "lim": 1}, deadline):
+                return best, "depth"
+    except _OutOfTime:
+        return best, "time"
+    return best, None
+
+
+def _tie_order(candidate: tuple) -> tuple:
+    level, job, barrier = candidate
+    return (level, job, _id_order(barrier))
+
+
+def _within(found: dict[tuple, tuple], room: int) -> dict[tuple, tuple]:
+    return dict(itertools.islice(found.items(), max(0, room)))
+
+
+def walk_bounded(
+    store: LineageStore,
+    direction: Direction,
+    database: str,
+    table: str,
+    snapshot_id: int,
+    *,
+    branch: str | None = None,
+    depth: int = 1,
+    onwards: bool = False,
+    budget: Budget | None = None,
+    job_filter: JobFilter | None = None,
+) -> LineageWalk:
+    """Snapshots up to ``depth`` hops up- or downstream of one snapshot, within a budget.
+
+    Each node is listed once, at its smallest depth (ties: smallest job, barrier).
+    ``onwards`` starts from every snapshot ``>= snapshot_id`` of the table instead of
+    exactly that one. The walk is breadth-first, expands every snapshot at most once
+    (cycles end), reads at most ``budget.max_rows`` rows, keeps at most
+    ``budget.max_nodes`` nodes and stops at ``budget.timeout_s`` (the backend cancels a
+    statement that runs over); then the answer is what was found so far, with
+    ``truncated`` set and the reason. ``job_filter(job)`` False hides a job: the walk
+    neither lists nor passes through its barriers (the UI's per-user view).
+    """
+    start = _start(database, table, snapshot_id, branch)
+    depth = _check_depth(depth)
+    _sides(direction)
+    budget = budget or Budget()
+    if not isinstance(budget, Budget):
+        raise InvalidLineageArgumentError(f"budget must be a queries.Budget, got {type(budget).__name__}")
+    if not isinstance(onwards, bool):
+        raise InvalidLineageArgumentError(f"onwards must be True or False, got {onwards!r}")
+    began = time.monotonic()
+    best, reason = store.run(f"{direction} lineage",
+                             lambda conn: _bfs(conn, direction, start, depth, onwards, budget, began, job_filter))
+    nodes = [LineageNode(k[0], k[1], k[2], k[3], int(v[0]), v[1], v[2]) for k, v in best.items()]
+    nodes.sort(key=lambda n: (n.depth, n.database, n.table, n.branch, _id_order(n.snapshot_id), n.job))
+    return LineageWalk(nodes, reason is not None, _reasons(budget, depth)[reason] if reason else None)
 
 
 def walk(
@@ -203,36 +413,18 @@ def walk(
     depth: int = 1,
     onwards: bool = False,
     recursive_cte: bool | None = None,
+    budget: Budget | None = None,
 ) -> list[LineageNode]:
-    """Snapshots up to ``depth`` hops up- or downstream of one snapshot.
+    """The nodes of ``walk_bounded`` (which also says whether the answer was cut short).
 
-    Each node is listed once, at its smallest depth (ties: smallest job, barrier).
-    ``onwards`` starts from every snapshot ``>= snapshot_id`` of the table instead of
-    exactly that one. ``recursive_cte=False`` forces the hop-by-hop walk.
+    ``recursive_cte`` is accepted for callers of earlier versions and has no effect:
+    every walk is now breadth-first and bounded (a recursive CTE's work grows with
+    rows x depth on a cyclic graph).
     """
-    start = _start(database, table, snapshot_id, branch)
-    depth = _check_depth(depth)
-    _sides(direction)
-
-    def query(conn: sa.Connection) -> list[tuple]:
-        use_cte = _supports_recursive_cte(conn) if recursive_cte is None else recursive_cte
-        if use_cte:
-            params = {"db": start.database, "tbl": start.table, "br": start.branch,
-                      "snap": start.snapshot_id, "max_depth": depth}
-            if depth == 1:
-                rows = conn.execute(_one_hop_query(direction, onwards), params)
-                return [(*tuple(r), 1) for r in rows]
-            return [tuple(r) for r in conn.execute(_cte_query(direction, onwards), params)]
-        return _walk_iteratively(conn, direction, start, depth, onwards)
-
-    best: dict[tuple, tuple] = {}
-    for db, tbl, br, snap, job, barrier, level in store.run(f"{direction} lineage", query):
-        key = (db, tbl, br, snap)
-        candidate = (level, job, barrier)
-        if key not in best or candidate < best[key]:
-            best[key] = candidate
-    nodes = [LineageNode(k[0], k[1], k[2], int(k[3]), int(v[0]), v[1], int(v[2])) for k, v in best.items()]
-    return sorted(nodes, key=lambda n: (n.depth, n.database, n.table, n.branch, n.snapshot_id, n.job))
+    if recursive_cte is not None and not isinstance(recursive_cte, bool):
+        raise InvalidLineageArgumentError(f"recursive_cte must be True, False or None, got {recursive_cte!r}")
+    return walk_bounded(store, direction, database, table, snapshot_id, branch=branch, depth=depth,
+                        onwards=onwards, budget=budget).nodes
 
 
 def upstream(store: LineageStore, database: str, table: str, snapshot_id: int, *, branch: str | None = None, depth: int = 1) -> list[LineageNode]:
@@ -254,37 +446,60 @@ def impact(
     branch: str | None = None,
     depth: int = DEFAULT_IMPACT_DEPTH,
     onwards: bool = False,
+    budget: Budget | None = None,
+    job_filter: JobFilter | None = None,
 ) -> ImpactReport:
     """Every downstream (table, snapshot) derived from a source snapshot, per table.
 
     With ``onwards`` the walk starts from that snapshot and all later ones of the table
-    (for "the data has been wrong since snapshot N").
+    (for "the data has been wrong since snapshot N"). The walk is bounded as in
+    ``walk_bounded``; ``truncated`` says when it was cut short.
     """
     start = _start(database, table, snapshot_id, branch)
-    nodes = walk(store, "downstream", database, table, snapshot_id, branch=branch, depth=depth, onwards=onwards)
+    result = walk_bounded(store, "downstream", database, table, snapshot_id, branch=branch, depth=depth,
+                          onwards=onwards, budget=budget, job_filter=job_filter)
+    nodes = result.nodes
     grouped: dict[tuple[str, str, str], list[LineageNode]] = {}
     for node in nodes:
         grouped.setdefault((node.database, node.table, node.branch), []).append(node)
     tables = [
-        ImpactedTable(db, tbl, br, sorted({n.snapshot_id for n in group}), sorted({n.job for n in group}),
-                      min(n.depth for n in group))
+        ImpactedTable(db, tbl, br, sorted({n.snapshot_id for n in group}, key=_id_order),
+                      sorted({n.job for n in group}), min(n.depth for n in group))
         for (db, tbl, br), group in sorted(grouped.items())
     ]
-    return ImpactReport(start, nodes, tables)
+    return ImpactReport(start, nodes, tables, result.truncated, result.reason)
 
 
-def table_graph(store: LineageStore, *, job: str | None = None, database: str | None = None, table: str | None = None) -> TableGraph:
-    """The table-level graph, optionally narrowed to one job, database or table."""
+def table_graph(
+    store: LineageStore,
+    *,
+    job: str | None = None,
+    database: str | None = None,
+    table: str | None = None,
+    budget: Budget | None = None,
+) -> TableGraph:
+    """The table-level graph, optionally narrowed to one job, database or table.
+
+    At most ``budget.max_rows`` edges within ``budget.timeout_s``; more is ``truncated``.
+    """
     conds = {k: check_name(k, v) for k, v in (("job", job), ("database", database), ("table", table)) if v is not None}
+    budget = budget or Budget()
+    began = time.monotonic()
 
-    def query(conn: sa.Connection) -> list[TableEdge]:
-        edges = []
-        for kind, t in (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage)):
-            stmt = sa.select(t.c.job, t.c.database, t.c["table"], t.c.branch).where(
-                *(t.c[k] == v for k, v in conds.items())
-            )
-            edges.extend(TableEdge(r.job, r.database, r.table, r.branch, kind) for r in conn.execute(stmt))
-        return edges
+    def query(conn: sa.Connection) -> tuple[list[TableEdge], bool]:
+        edges: list[TableEdge] = []
+        try:
+            for kind, t in (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage)):
+                room = budget.max_rows - len(edges)
+                stmt = (sa.select(t.c.job, t.c.database, t.c["table"], t.c.branch)
+                        .where(*(t.c[k] == v for k, v in conds.items())).limit(room + 1))
+                rows = _fetch(conn, stmt, {}, began + budget.timeout_s)
+                edges.extend(TableEdge(j, db, tbl, br, kind) for j, db, tbl, br in rows[:room])
+                if len(rows) > room:
+                    return edges, True
+        except _OutOfTime:
+            return edges, True
+        return edges, False
 
-    edges = store.run("table graph", query)
-    return TableGraph(sorted(edges, key=lambda e: (e.job, e.kind != "source", e.database, e.table)))
+    edges, truncated = store.run("table graph", query)
+    return TableGraph(sorted(edges, key=lambda e: (e.job, e.kind != "source", e.database, e.table)), truncated)

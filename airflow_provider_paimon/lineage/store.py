@@ -75,6 +75,7 @@ class LineageStore:
         database: str = DEFAULT_DATABASE,
         *,
         create: bool = True,
+        read_only: bool = False,
         retry: RetryPolicy | None = None,
         engine_options: dict[str, Any] | None = None,
     ) -> LineageStore:
@@ -83,8 +84,11 @@ class LineageStore:
         ``url``: SQLAlchemy URL, ``$PAIMON_LINEAGE_URL`` or a SQLite file in ``~/.paimon``
         when ``None``. ``database``: the system database (the seed's ``jdbc.database``):
         a MySQL database or a PostgreSQL schema; SQLite ignores it. ``create=False``
-        refuses to create or upgrade anything.
+        refuses to create or upgrade anything. ``read_only=True`` (readers such as the
+        UI) implies ``create=False`` and also makes every connection refuse writes.
         """
+        if read_only:
+            create = False
         parsed = parse_url(url)
         database = check_database_name(database)
         policy = retry or RetryPolicy()
@@ -96,7 +100,7 @@ class LineageStore:
                     "'paimon-lineage init' (or open it with create=True)"
                 )
         try:
-            engine = create_store_engine(parsed, database, engine_options)
+            engine = create_store_engine(parsed, database, engine_options, read_only=read_only)
         except (ModuleNotFoundError, exc.NoSuchModuleError) as err:
             raise UnsupportedBackendError(
                 f"lineage store URL {masked!r}: its driver is not installed ({err}); "

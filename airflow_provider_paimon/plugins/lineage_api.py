@@ -1,9 +1,11 @@
 """The JSON API and page behind the Airflow UI's "Paimon lineage" view.
 
-A FastAPI app, built by ``create_app(open_store, user_dependency)`` so that tests can
-serve it with any store and the plugin can plug in Airflow's own authentication
-(``get_user``: the JWT bearer header or the UI's session cookie). Every route, the
-page included, depends on the user: no lineage without a logged-in user.
+A FastAPI app, built by ``create_app(open_store, user_dependency, job_visibility)`` so
+that tests can serve it with any store and the plugin can plug in Airflow's own
+authentication and authorisation. Every route, the page and the OpenAPI schema and
+docs included, depends on the user: no lineage (and no API description) without a
+logged-in user. ``job_visibility`` is a FastAPI dependency giving, per request, which
+jobs the user may see (None: all); lineage of other jobs is left out of every answer.
 
 Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
 
@@ -13,21 +15,37 @@ Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
                                                 upstream and downstream snapshots
 * ``/api/impact/{database}/{table}/{id}?branch=&depth=&onwards=``
                                                 every downstream table snapshot derived
+* ``/openapi.json``, ``/docs``                  the API's description (logged-in users)
+
+Walks are bounded (``queries.Budget``): an answer cut short has ``"truncated": true``
+and a ``"truncated_reason"`` that says what to narrow.
 """
 
-from __future__ import annotations
-
+import logging
 from collections.abc import Callable
 from dataclasses import asdict
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query
-from fastapi.responses import HTMLResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 
-from ..lineage import LineageStore, downstream, impact, table_graph, upstream
-from ..lineage.errors import InvalidLineageArgumentError, LineageStoreUnavailableError
+from ..lineage import LineageStore
+from ..lineage.errors import InvalidLineageArgumentError, LineageError, LineageStoreUnavailableError
+from ..lineage.queries import (
+    MAX_ROWS,
+    TIMEOUT_S,
+    JobFilter,
+    TableGraph,
+    impact,
+    table_graph,
+    walk_bounded,
+)
 
+log = logging.getLogger(__name__)
+
+#: Returns the store to read; the caller owns it (keeps one per store, closes it).
 StoreFactory = Callable[[], LineageStore]
 
 
@@ -35,47 +53,88 @@ def _page() -> str:
     return resources.files(__package__).joinpath("static/lineage.html").read_text("utf-8")
 
 
-def create_app(open_store: StoreFactory, user_dependency: Callable[..., Any]) -> FastAPI:
-    """The lineage app; ``open_store`` is called per request (stores are cheap to reopen)."""
+def _everyone() -> JobFilter | None:
+    return None
+
+
+def _store_error(err: LineageError) -> HTTPException:
+    """The store cannot serve: misconfigured, missing, too old or unreachable (503)."""
+    return HTTPException(status_code=503, detail=str(err))
+
+
+def create_app(
+    open_store: StoreFactory,
+    user_dependency: Callable[..., Any],
+    job_visibility: Callable[..., JobFilter | None] = _everyone,
+) -> FastAPI:
+    """The lineage app.
+
+    ``open_store`` is called per request and returns a store the app does not close
+    (the plugin keeps one per store, so its engine and pool live across requests).
+    ``job_visibility`` is a FastAPI dependency: a ``job -> bool`` filter or None (all).
+    """
+    # Not postponed (no __future__ annotations here): FastAPI must see this local alias.
+    Visible = Annotated[JobFilter | None, Depends(job_visibility)]  # noqa: N806
     app = FastAPI(
         title="Paimon lineage",
         description="Table and data lineage of Paimon tables, from the lineage store.",
         dependencies=[Depends(user_dependency)],
+        # Served below behind the user dependency; FastAPI's own routes would be public.
+        openapi_url=None, docs_url=None, redoc_url=None,
     )
 
     def with_store(fn: Callable[[LineageStore], Any]) -> Any:
         try:
             store = open_store()
-        except LineageStoreUnavailableError as err:
-            raise HTTPException(status_code=503, detail=str(err)) from None
+        except LineageError as err:  # includes bad URLs, unsupported backends, bad names
+            raise _store_error(err) from None
         try:
             return fn(store)
         except InvalidLineageArgumentError as err:
             raise HTTPException(status_code=400, detail=str(err)) from None
         except LineageStoreUnavailableError as err:
-            raise HTTPException(status_code=503, detail=str(err)) from None
-        finally:
-            store.close()
+            raise _store_error(err) from None
+        except LineageError as err:
+            raise _store_error(err) from None
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
         return _page()
 
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="openapi.json", title="Paimon lineage API")
+
     @app.get("/api/graph")
-    def graph(job: str | None = None, database: str | None = None, table: str | None = None) -> dict:
+    def graph(
+        visible: Visible,
+        job: str | None = None,
+        database: str | None = None,
+        table: str | None = None,
+    ) -> dict:
         def run(store: LineageStore) -> dict:
             g = table_graph(store, job=job, database=database, table=table)
+            if visible is not None:
+                g = TableGraph([e for e in g.edges if visible(e.job)], g.truncated)
             tables = sorted({(e.database, e.table, e.branch) for e in g.edges})
             return {
                 "jobs": g.jobs,
                 "tables": [{"database": d, "table": t, "branch": b} for d, t, b in tables],
                 "edges": [asdict(e) for e in g.edges],
+                "truncated": g.truncated,
+                "truncated_reason": (f"more than {MAX_ROWS} edges (or {TIMEOUT_S:g} s); filter by job, "
+                                     "database or table") if g.truncated else None,
             }
 
         return with_store(run)
 
     @app.get("/api/snapshots/{database}/{table}/{snapshot_id}")
     def snapshots(
+        visible: Visible,
         database: str,
         table: str,
         snapshot_id: int,
@@ -83,19 +142,24 @@ def create_app(open_store: StoreFactory, user_dependency: Callable[..., Any]) ->
         depth: int = Query(3, ge=1, le=100),
     ) -> dict:
         def run(store: LineageStore) -> dict:
-            up = upstream(store, database, table, snapshot_id, branch=branch, depth=depth)
-            down = downstream(store, database, table, snapshot_id, branch=branch, depth=depth)
+            args = (database, table, snapshot_id)
+            up = walk_bounded(store, "upstream", *args, branch=branch, depth=depth, job_filter=visible)
+            down = walk_bounded(store, "downstream", *args, branch=branch, depth=depth, job_filter=visible)
+            reasons = [f"{side}: {w.reason}" for side, w in (("upstream", up), ("downstream", down)) if w.truncated]
             return {
                 "snapshot": {"database": database, "table": table, "branch": branch or "main",
                              "snapshot_id": snapshot_id},
-                "upstream": [asdict(n) for n in up],
-                "downstream": [asdict(n) for n in down],
+                "upstream": [asdict(n) for n in up.nodes],
+                "downstream": [asdict(n) for n in down.nodes],
+                "truncated": bool(reasons),
+                "truncated_reason": "; ".join(reasons) or None,
             }
 
         return with_store(run)
 
     @app.get("/api/impact/{database}/{table}/{snapshot_id}")
     def impact_view(
+        visible: Visible,
         database: str,
         table: str,
         snapshot_id: int,
@@ -105,11 +169,13 @@ def create_app(open_store: StoreFactory, user_dependency: Callable[..., Any]) ->
     ) -> dict:
         def run(store: LineageStore) -> dict:
             report = impact(store, database, table, snapshot_id, branch=branch, depth=depth,
-                            onwards=onwards)
+                            onwards=onwards, job_filter=visible)
             return {
                 "source": asdict(report.source),
                 "tables": [asdict(t) for t in report.tables],
                 "nodes": [asdict(n) for n in report.nodes],
+                "truncated": report.truncated,
+                "truncated_reason": report.truncated_reason,
             }
 
         return with_store(run)

@@ -1,19 +1,30 @@
 """Registers the "Paimon lineage" page with Airflow 3's api-server.
 
 The store comes from the ``paimon_lineage_default`` connection when it exists (see
-``PaimonLineageHook``), else ``$PAIMON_LINEAGE_URL``, else the default SQLite file.
-Authentication is Airflow's own: the app depends on ``get_user`` from Airflow's API
-security module, so an anonymous request gets 401 and nothing else.
+``PaimonLineageHook``), else ``$PAIMON_LINEAGE_URL``, else the default SQLite file. A
+connection that exists but cannot be read or describes no usable store is an error
+on the page (503), never a silent switch to another store. Stores are opened
+read-only (nothing is created, migrated or written by a page view) and kept, one per
+store, across requests.
+
+Authentication is Airflow's own (``get_user``): an anonymous request gets 401.
+Authorisation follows the auth manager's DAG permissions: jobs are named
+``{dag_id}.{task_id}``, and a user sees a job's lineage only if they may read its DAG;
+jobs that belong to no DAG are shown only to users who may read every DAG.
 """
 
-from __future__ import annotations
-
+import json
 import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
 from ..lineage import LineageStore
-from ..lineage.url import default_url
+from ..lineage.errors import LineageError, LineageStoreUnavailableError
+from ..lineage.url import DEFAULT_DATABASE, default_url, parse_url
 from .lineage_api import create_app
 
 log = logging.getLogger(__name__)
@@ -22,24 +33,139 @@ URL_PREFIX = "/paimon-lineage"
 LINEAGE_CONN_ID = "paimon_lineage_default"
 
 
-def _open_store() -> LineageStore:
-    """The store of the ``paimon_lineage_default`` connection, else the default one."""
+class StoreCache:
+    """One open read-only store per (URL, database), reused across requests.
+
+    A store that fails to open is not cached (the next request tries again); the
+    least recently used store beyond ``size`` is closed.
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._stores: OrderedDict[tuple[str, str], LineageStore] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, url: Any, database: str) -> LineageStore:
+        key = (url.render_as_string(hide_password=False), database)  # in memory only
+        with self._lock:
+            store = self._stores.get(key)
+            if store is not None:
+                self._stores.move_to_end(key)
+                return store
+        opened = LineageStore.from_url(url, database, read_only=True)
+        with self._lock:
+            if key in self._stores:  # another request opened it meanwhile
+                opened.close()
+                return self._stores[key]
+            self._stores[key] = opened
+            while len(self._stores) > self._size:
+                _, old = self._stores.popitem(last=False)
+                old.close()
+            return opened
+
+    def close(self) -> None:
+        with self._lock:
+            for store in self._stores.values():
+                store.close()
+            self._stores.clear()
+
+
+_stores = StoreCache()
+
+
+def _store_location() -> tuple[Any, str]:
+    """(URL, system database) of the connection, else of ``$PAIMON_LINEAGE_URL``/the default."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+    from airflow.sdk.log import mask_secret
+
+    from ..hooks.lineage import url_from_connection
+
     try:
-        from airflow.sdk import BaseHook
+        conn = BaseHook.get_connection(LINEAGE_CONN_ID)
+    except AirflowNotFoundException:
+        return parse_url(default_url()), DEFAULT_DATABASE
+    except Exception as err:  # noqa: BLE001 - any other failure: say so, don't switch stores
+        raise LineageStoreUnavailableError(
+            f"the {LINEAGE_CONN_ID!r} connection cannot be read ({type(err).__name__}); fix it "
+            "(or delete it to use $PAIMON_LINEAGE_URL / the default store)"
+        ) from None
+    if conn.password:
+        mask_secret(conn.password)
+    try:
+        extra = json.loads(conn.extra) if conn.extra else {}
+    except ValueError:
+        extra = None
+    if not isinstance(extra, dict):  # extra_dejson would say {}: the default store, silently
+        raise LineageStoreUnavailableError(
+            f"the {LINEAGE_CONN_ID!r} connection cannot be read: its extra is not a JSON object; "
+            'fix it (e.g. {"url": "mysql+pymysql://host/db"})'
+        )
+    try:
+        url, database = url_from_connection(conn.host, conn.port, conn.login, conn.password, conn.schema, extra)
+    except LineageError as err:
+        raise type(err)(f"the {LINEAGE_CONN_ID!r} connection: {err}") from None
+    if url.password:
+        mask_secret(url.password)
+    return url, database
 
-        BaseHook.get_connection(LINEAGE_CONN_ID)
-    except Exception:  # noqa: BLE001 - no such connection: fall back to the default
-        return LineageStore.from_url(default_url())
-    from ..hooks.lineage import PaimonLineageHook
 
-    # The hook honours the connection's database/schema extras, not just its URL.
-    return PaimonLineageHook(lineage_conn_id=LINEAGE_CONN_ID).get_store()
+def _open_store() -> LineageStore:
+    """The (cached, read-only) store of the ``paimon_lineage_default`` connection, else the default."""
+    url, database = _store_location()
+    return _stores.get(url, database)
+
+
+def _dag_of(job: str, dag_ids: set[str]) -> str | None:
+    """The DAG a ``{dag_id}.{task_id}`` job belongs to: its longest dotted prefix that is a DAG."""
+    if job in dag_ids:
+        return job
+    cut = job.rfind(".")
+    while cut > 0:
+        if job[:cut] in dag_ids:
+            return job[:cut]
+        cut = job.rfind(".", 0, cut)
+    return None
+
+
+def job_filter_for(can_read_all: bool, readable: set[str], known: set[str]) -> Callable[[str], bool] | None:
+    """None (everything) for a user who reads every DAG; else: jobs of DAGs they may read."""
+    if can_read_all:
+        return None
+
+    def visible(job: str) -> bool:
+        dag = _dag_of(job, known)
+        return dag is not None and dag in readable
+
+    return visible
+
+
+def _job_visibility_dependency() -> Callable[..., Any]:
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.core_api.security import GetUserDep
+
+    # Not postponed (no __future__ annotations in this module): FastAPI reads GetUserDep.
+    def visibility(user: GetUserDep) -> Callable[[str], bool] | None:
+        from airflow.models.dag import DagModel
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        manager = get_auth_manager()
+        readable = manager.get_authorized_dag_ids(user=user, method="GET")
+        with create_session() as session:
+            known = set(session.scalars(select(DagModel.dag_id)))
+        # "Every DAG" needs both: the general permission (no DAG named) and every known
+        # DAG one by one (a multi-team SimpleAuthManager grants the first to everyone).
+        can_read_all = manager.is_authorized_dag(method="GET", user=user) and readable >= known
+        return job_filter_for(can_read_all, readable, known)
+
+    return visibility
 
 
 def _build_app():
     from airflow.api_fastapi.core_api.security import get_user
 
-    return create_app(_open_store, get_user)
+    return create_app(_open_store, get_user, _job_visibility_dependency())
 
 
 class PaimonLineagePlugin(AirflowPlugin):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlalchemy as sa
 
@@ -11,10 +13,11 @@ from airflow_provider_paimon.lineage import (
     SnapshotRef,
     downstream,
     impact,
+    queries,
     table_graph,
     upstream,
 )
-from airflow_provider_paimon.lineage.queries import walk
+from airflow_provider_paimon.lineage.queries import Budget, walk, walk_bounded
 
 
 def build_chain(store: LineageStore) -> None:
@@ -68,13 +71,84 @@ def test_depth_limit_and_cycles_terminate(store):
         upstream(store, "db", "a", -1)
 
 
-def test_iterative_walk_answers_like_the_recursive_cte(store):
+def _reference_walk(store, direction, start, depth):
+    """Brute force in Python over every data lineage row: {node: (depth, job, barrier)}."""
+    src, snk = store.source_data_lineages(), store.sink_data_lineages()
+    near, far = (snk, src) if direction == "upstream" else (src, snk)
+    best, level_nodes = {}, {start}
+    for level in range(1, depth + 1):
+        barriers = {(r.job, r.barrier_id) for r in near if (r.database, r.table, r.branch, r.snapshot_id) in level_nodes}
+        reached = {}
+        for r in far:
+            key = (r.database, r.table, r.branch, r.snapshot_id)
+            if (r.job, r.barrier_id) in barriers and key not in best:
+                reached[key] = min(reached.get(key, (level, r.job, r.barrier_id)), (level, r.job, r.barrier_id))
+        best.update(reached)
+        level_nodes = set(reached)
+    return best
+
+
+def test_walk_answers_like_a_brute_force_reference(store):
     build_chain(store)
+    store.record_batch("loop", 1, [SnapshotRef("dws", "daily", 201)], [SnapshotRef("ods", "raw", 1)])  # a cycle
     for direction, start in (("downstream", ("ods", "raw", 1)), ("upstream", ("ads", "kpi", 301)),
-                             ("downstream", ("dim", "users", 7))):
-        by_cte = walk(store, direction, *start, depth=4, recursive_cte=True)
-        by_hops = walk(store, direction, *start, depth=4, recursive_cte=False)
-        assert by_cte == by_hops and by_cte
+                             ("downstream", ("dim", "users", 7)), ("upstream", ("ods", "raw", 1))):
+        for depth in (1, 2, 4, 8):
+            got = {(n.database, n.table, n.branch, n.snapshot_id): (n.depth, n.job, n.barrier_id)
+                   for n in walk(store, direction, *start, depth=depth)}
+            assert got == _reference_walk(store, direction, (*start[:2], "main", start[2]), depth), (direction, start, depth)
+
+
+def _self_loop(store, barriers: int) -> None:
+    """A job that reads and writes the same table: barrier b reads t@b and writes t@b+1."""
+    for b in range(1, barriers + 1):
+        store.record_batch("loop", b, [SnapshotRef("db", "t", b)], [SnapshotRef("db", "t", b + 1)])
+
+
+def test_walk_is_bounded_and_says_why_it_stopped(store):
+    _self_loop(store, 60)
+    whole = walk_bounded(store, "downstream", "db", "t", 1, depth=100)
+    assert len(whole.nodes) == 60 and not whole.truncated and whole.reason is None
+    by_depth = walk_bounded(store, "downstream", "db", "t", 1, depth=10)
+    assert len(by_depth.nodes) == 10 and by_depth.truncated and "depth 10" in by_depth.reason
+    rows = walk_bounded(store, "downstream", "db", "t", 1, depth=100, onwards=True, budget=Budget(max_rows=25))
+    assert rows.truncated and "row budget" in rows.reason and len(rows.nodes) == 25
+    nodes = walk_bounded(store, "downstream", "db", "t", 1, depth=100, budget=Budget(max_nodes=7))
+    assert nodes.truncated and "node budget" in nodes.reason and len(nodes.nodes) == 7
+    report = impact(store, "db", "t", 1, depth=100, onwards=True, budget=Budget(max_rows=25))
+    assert report.truncated and "row budget" in report.truncated_reason
+    assert not impact(store, "db", "t", 50, depth=100).truncated
+    with pytest.raises(InvalidLineageArgumentError, match="max_rows"):
+        Budget(max_rows=0)
+    with pytest.raises(InvalidLineageArgumentError, match="timeout_s"):
+        Budget(timeout_s=-1)
+
+
+SLOW_SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) "
+            "SELECT COUNT(*) FROM c a, c b, c d")  # 10^9 rows: minutes on every backend
+
+
+def test_a_statement_running_over_the_deadline_is_cancelled(store):
+    """The backend itself stops a slow statement at the walk's deadline; the connection stays usable."""
+    with store.engine.connect() as conn, conn.begin():
+        began = time.monotonic()
+        with pytest.raises(queries._OutOfTime):
+            queries._fetch(conn, sa.text(SLOW_SQL), {}, began + 0.5)
+        assert time.monotonic() - began < 5
+        assert conn.execute(sa.text("SELECT 1")).scalar() == 1
+
+
+def test_text_in_an_id_column_is_passed_on_not_an_error(tmp_path):
+    """SQLite stores any value in BIGINT; another tool's text id must not fail the query."""
+    url = f"sqlite:///{tmp_path / 'odd.sqlite'}"
+    with LineageStore.from_url(url) as store:
+        store.record_batch("j", 1, [SnapshotRef("a", "src", 1)], [SnapshotRef("a", "dst", 2)])
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE sink_snapshot_lineage SET snapshot_id = '<b>x</b>', barrier_id = 'y'")
+            conn.exec_driver_sql("UPDATE source_snapshot_lineage SET barrier_id = 'y'")
+        (node,) = downstream(store, "a", "src", 1)
+        assert (node.snapshot_id, node.barrier_id) == ("<b>x</b>", "y")
+        assert impact(store, "a", "src", 1).tables[0].snapshot_ids == ["<b>x</b>"]
 
 
 def test_impact_lists_every_downstream_snapshot_per_table(store):
@@ -133,3 +207,36 @@ SELECT T.database, T.table, T.snapshot_id FROM
         assert down == [("dstDatabase", "dstTable", 7)]
         assert [(n.database, n.table, n.snapshot_id) for n in upstream(store, "myDatabase", "myTable", 123)] == up
         assert [(n.database, n.table, n.snapshot_id) for n in downstream(store, "myDatabase", "myTable", 123)] == down
+
+
+def test_cli_says_when_a_walk_was_truncated(tmp_path, capsys):
+    from airflow_provider_paimon.lineage import cli
+
+    url = f"sqlite:///{tmp_path / 'loop.sqlite'}"
+    with LineageStore.from_url(url) as store:
+        _self_loop(store, 5)
+    assert cli.main(["downstream", "db.t", "1", "--depth", "2", "--url", url]) == 0
+    assert "result truncated: stopped at depth 2" in capsys.readouterr().err
+    assert cli.main(["impact", "db.t", "1", "--depth", "2", "--url", url, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "result truncated" in captured.err and '"truncated": true' in captured.out
+    assert cli.main(["downstream", "db.t", "1", "--depth", "9", "--url", url]) == 0
+    assert "truncated" not in capsys.readouterr().err
+
+
+def test_table_graph_is_bounded(store):
+    build_chain(store)
+    assert not table_graph(store).truncated
+    small = table_graph(store, budget=Budget(max_rows=3))
+    assert small.truncated and len(small.edges) == 3
+
+
+def test_a_read_only_store_answers_queries_and_refuses_writes(store, target):
+    from airflow_provider_paimon.lineage import LineageError
+
+    build_chain(store)
+    with LineageStore.from_url(target.url, target.database, read_only=True) as reader:
+        assert names(upstream(reader, "dwd", "orders", 101)) == [(1, "dim.users", "main", 7), (1, "ods.raw", "main", 1)]
+        with pytest.raises(LineageError, match="read.only|READ ONLY|readonly"):
+            reader.record_batch("x", 1, [SnapshotRef("a", "b", 1)], [])
+    assert upstream(store, "a", "b", 1) == [] and store.source_data_lineages(job="x") == []

@@ -23,8 +23,9 @@ def _user(authorization: str | None = Header(default=None)) -> str:
 def client(tmp_path):
     url = f"sqlite:///{tmp_path / 'lineage.db'}"
     seed_chain(url)
-    app = create_app(lambda: LineageStore.from_url(url), _user)
-    return TestClient(app, headers={"Authorization": "Bearer t"})
+    with LineageStore.from_url(url, read_only=True) as store:
+        app = create_app(lambda: store, _user)
+        yield TestClient(app, headers={"Authorization": "Bearer t"})
 
 
 def test_no_data_without_a_user(client):
@@ -77,8 +78,136 @@ def test_plugin_reads_the_lineage_connection(tmp_path, monkeypatch):
     seed_chain(url)
     monkeypatch.setenv("AIRFLOW_CONN_PAIMON_LINEAGE_DEFAULT", json.dumps({"conn_type": "paimon_lineage", "extra": {"url": url}}))
     monkeypatch.setenv("PAIMON_LINEAGE_URL", f"sqlite:///{tmp_path / 'other.db'}")
-    store = lineage_plugin._open_store()
+    monkeypatch.setattr(lineage_plugin, "_stores", lineage_plugin.StoreCache())
     try:
+        store = lineage_plugin._open_store()
         assert {t.job for t in store.sink_table_lineages()} == {"ingest", "daily", "ingest_fix"}
     finally:
-        store.close()
+        lineage_plugin._stores.close()
+
+
+# -- the plugin's store: read-only, one per store, errors on the page ----------------------
+
+
+@pytest.fixture()
+def plugin_client(monkeypatch):
+    """The app over the plugin's real store resolution (connection, env, default)."""
+    from airflow_provider_paimon.plugins import lineage_plugin
+
+    monkeypatch.delenv("AIRFLOW_CONN_PAIMON_LINEAGE_DEFAULT", raising=False)
+    monkeypatch.setattr(lineage_plugin, "_stores", lineage_plugin.StoreCache())
+    yield TestClient(create_app(lineage_plugin._open_store, _user), headers={"Authorization": "Bearer t"})
+    lineage_plugin._stores.close()
+
+
+def _use_connection(monkeypatch, extra: dict) -> None:
+    import json
+
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_LINEAGE_DEFAULT", json.dumps({"conn_type": "paimon_lineage", "extra": extra}))
+
+
+def test_a_page_view_creates_no_sqlite_file(plugin_client, tmp_path, monkeypatch):
+    missing = tmp_path / "nothing-here.sqlite"
+    monkeypatch.setenv("PAIMON_LINEAGE_URL", f"sqlite:///{missing}")
+    resp = plugin_client.get("/api/graph")
+    assert resp.status_code == 503 and "does not exist" in resp.json()["detail"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_page_view_does_not_migrate_a_seed_schema(plugin_client, tmp_path, monkeypatch):
+    import sqlalchemy as sa
+
+    from airflow_provider_paimon.lineage import schema
+
+    path = tmp_path / "seed.sqlite"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    schema.seed_metadata.create_all(engine)
+
+    def layout() -> dict:
+        inspector = sa.inspect(engine)
+        return {t: [c["name"] for c in inspector.get_columns(t)] for t in inspector.get_table_names()}
+
+    before = layout()
+    monkeypatch.setenv("PAIMON_LINEAGE_URL", f"sqlite:///{path}")
+    resp = plugin_client.get("/api/graph")
+    assert resp.status_code == 503 and "paimon-lineage init" in resp.json()["detail"]
+    assert layout() == before and "schema_version" not in before
+    engine.dispose()
+
+
+@pytest.mark.mysql
+def test_a_page_view_creates_no_mysql_database(plugin_client, mysql_server_url, unique_name, monkeypatch):
+    import sqlalchemy as sa
+
+    _use_connection(monkeypatch, {"url": mysql_server_url, "database": unique_name})
+    resp = plugin_client.get("/api/graph")
+    assert resp.status_code == 503 and unique_name in resp.json()["detail"]
+    engine = sa.create_engine(mysql_server_url)
+    with engine.connect() as conn:
+        found = conn.execute(sa.text("SELECT 1 FROM information_schema.schemata WHERE schema_name = :n"),
+                             {"n": unique_name}).first()
+    engine.dispose()
+    assert found is None
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    ({"url": "oracle://scott@db/orcl"}, "oracle"),
+    ({"backend": "mongodb", "path": "x"}, "mongodb"),
+    ({"url": "sqlite:////tmp", "database": "bad name; DROP"}, "database"),
+    ({"url": "not a url at all"}, "not a url"),
+])
+def test_a_bad_connection_is_a_clear_503_not_the_default_store(plugin_client, tmp_path, monkeypatch, extra, says):
+    fallback = f"sqlite:///{tmp_path / 'fallback.db'}"
+    seed_chain(fallback)
+    monkeypatch.setenv("PAIMON_LINEAGE_URL", fallback)
+    _use_connection(monkeypatch, extra)
+    resp = plugin_client.get("/api/graph")
+    assert resp.status_code == 503, resp.text
+    detail = resp.json()["detail"]
+    assert "paimon_lineage_default" in detail and says in detail.lower()
+
+
+def test_an_unreadable_connection_is_a_503_not_the_default_store(plugin_client, tmp_path, monkeypatch):
+    fallback = f"sqlite:///{tmp_path / 'fallback.db'}"
+    seed_chain(fallback)
+    monkeypatch.setenv("PAIMON_LINEAGE_URL", fallback)
+    # Airflow reads it, but its extra is broken (extra_dejson would quietly give {}).
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_LINEAGE_DEFAULT", '{"conn_type": "paimon_lineage", "extra": "{broken"}')
+    resp = plugin_client.get("/api/graph")
+    assert resp.status_code == 503 and "cannot be read" in resp.json()["detail"]
+
+
+def test_one_store_and_engine_serve_every_request(plugin_client, tmp_path, monkeypatch):
+    from airflow_provider_paimon.plugins import lineage_plugin
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    seed_chain(url)
+    monkeypatch.setenv("PAIMON_LINEAGE_URL", url)
+    first = lineage_plugin._open_store()
+    for _ in range(3):
+        assert plugin_client.get("/api/graph").status_code == 200
+    assert lineage_plugin._open_store() is first and first.engine is lineage_plugin._open_store().engine
+    assert first.engine.pool.checkedout() == 0  # connections go back to the pool, not away
+
+
+def test_jobs_belong_to_the_longest_dag_id_that_prefixes_them():
+    from airflow_provider_paimon.plugins.lineage_plugin import job_filter_for
+
+    known = {"etl", "etl.daily", "other"}
+    visible = job_filter_for(False, readable={"etl"}, known=known)
+    assert visible("etl.load") and visible("etl.group.task")
+    assert not visible("etl.daily.load")  # DAG etl.daily, not etl
+    assert not visible("other.x") and not visible("adhoc") and not visible("etlx.load")
+    assert job_filter_for(True, readable=set(), known=known) is None
+
+
+def test_hidden_jobs_are_neither_shown_nor_walked_through(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    seed_chain(url)
+    with LineageStore.from_url(url, read_only=True) as store:
+        app = create_app(lambda: store, _user, lambda: (lambda job: job != "ingest"))
+        client = TestClient(app, headers={"Authorization": "Bearer t"})
+        assert "ingest" not in client.get("/api/graph").json()["jobs"]
+        impact = client.get("/api/impact/raw/events/3").json()
+        # ingest is hidden: dw.orders@13 is not reached, nor mart.revenue@103 after it
+        assert {(t["table"], t["branch"]) for t in impact["tables"]} == {("orders", "fix")}

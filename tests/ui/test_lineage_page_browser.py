@@ -9,8 +9,6 @@ in test-artifacts/ui/.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,13 +19,7 @@ from .airflow_server import api_server, login_token
 from .seed import seed_chain
 
 pytestmark = pytest.mark.airflow
-IN_CI = os.environ.get("CI", "").lower() == "true"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -37,20 +29,6 @@ def server(tmp_path_factory):
     seed_chain(url, extra_tables=200)
     with api_server(home, {"PAIMON_LINEAGE_URL": url}) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        if IN_CI:
-            pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
-        pytest.skip("chromium not installed")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def test_anonymous_gets_no_lineage(server):

@@ -1,0 +1,29 @@
+"""Shared UI-test fixtures: Debian's headless Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        if IN_CI:
+            pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
+        pytest.skip("chromium not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
