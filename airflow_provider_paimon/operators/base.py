@@ -28,8 +28,9 @@ from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
 from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
-from airflow_provider_paimon.paimon.errors import PaimonError
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.option_values import parse_int
 
 
 class PaimonPreflightError(AirflowFailException):
@@ -198,13 +199,11 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
 
 
 def optional_int(value: Any, what: str) -> int | None:
-    """A templated number arrives as a string: '' / None mean "not given"."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
+    """A templated number arrives as a string: '' / None mean "not given" (``parse_int``)."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise PaimonPreflightError(f"{what} must be an integer, got {value!r}; nothing was submitted") from None
+        return parse_int(value, what)
+    except InvalidArgumentError as err:
+        raise PaimonPreflightError(f"{err}; nothing was submitted") from None
 
 
 def optional_str(value: Any) -> str | None:
