@@ -107,6 +107,15 @@ class LineageStore:
             version = _guard(parsed, "open", lambda: with_retry(
                 lambda: _prepare(parsed, engine, database, create), policy, "open lineage store"
             ))
+        except LineageError:
+            engine.dispose()
+            raise
+        except (TypeError, ValueError) as err:  # the driver refused a connection argument
+            engine.dispose()
+            raise InvalidLineageArgumentError(
+                f"lineage store URL {masked!r}: the driver refused its connection arguments "
+                f"({scrub(f'{type(err).__name__}: {err}', parsed)}); fix the URL's query string"
+            ) from None
         except BaseException:
             engine.dispose()
             raise

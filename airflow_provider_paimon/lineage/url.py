@@ -104,6 +104,11 @@ def parse_url(url: str | URL | None) -> URL:
             "'sqlite:////path/lineage.sqlite', 'mysql+pymysql://user:pass@host:3306' or "
             "'postgresql+psycopg2://user:pass@host:5432/db'"
         ) from None
+    except ValueError:  # SQLAlchemy's int(port)
+        raise InvalidLineageArgumentError(
+            f"lineage store URL {mask_url(str(raw))!r} has a port that is not a number; "
+            "write host:PORT with a number, e.g. 'mysql+pymysql://user:pass@host:3306/db'"
+        ) from None
     backend = parsed.get_backend_name()
     if backend not in _BACKENDS:
         raise UnsupportedBackendError(
@@ -112,7 +117,27 @@ def parse_url(url: str | URL | None) -> URL:
         )
     if "+" not in parsed.drivername:
         parsed = parsed.set(drivername=f"{backend}+{_BACKENDS[backend][0]}")
+    check_connect_arguments(parsed)
     return parsed
+
+
+def check_connect_arguments(url: URL) -> None:
+    """Refuse query arguments the dialect cannot convert (``connect_timeout=abc``).
+
+    The dialect converts them when the engine is made, with a bare ``ValueError``; doing
+    it here turns that into a usage error that names the URL (masked). Touches nothing.
+    """
+    try:
+        dialect_cls = url.get_dialect()
+    except Exception:  # noqa: BLE001, S110 - unknown driver: reported when the engine is made
+        return
+    try:
+        dialect_cls().create_connect_args(url)
+    except (ValueError, TypeError) as err:
+        raise InvalidLineageArgumentError(
+            f"lineage store URL {mask_url(url)!r} has a bad connection argument in its query "
+            f"string ({scrub(str(err), url)}); fix or remove it"
+        ) from None
 
 
 def driver_requirement(url: URL) -> str:
