@@ -36,6 +36,7 @@ The ``spark`` connection must exist: Airflow's hook would otherwise fall back to
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -106,17 +107,23 @@ def _escape_property(text: str) -> str:
 def spark_defaults_file(environ: Mapping[str, str], spark_binary: str) -> Path | None:
     """The ``spark-defaults.conf`` spark-submit would read (``$SPARK_CONF_DIR``,
     ``$SPARK_HOME/conf``, or the ``conf`` beside the ``spark-submit`` on ``PATH``)."""
-    conf_dir = environ.get("SPARK_CONF_DIR")
-    if not conf_dir and environ.get("SPARK_HOME"):
-        conf_dir = os.path.join(environ["SPARK_HOME"], "conf")
-    if not conf_dir:
+    if environ.get("SPARK_CONF_DIR"):
+        candidates = [Path(environ["SPARK_CONF_DIR"])]
+    elif environ.get("SPARK_HOME"):
+        candidates = [Path(environ["SPARK_HOME"]) / "conf"]
+    else:
+        candidates = []
         found = shutil.which(spark_binary, path=environ.get("PATH"))
         if found:
-            conf_dir = str(Path(os.path.realpath(found)).parent.parent / "conf")
-    if not conf_dir:
-        return None
-    path = Path(conf_dir) / "spark-defaults.conf"
-    return path if path.is_file() else None
+            candidates.append(Path(os.path.realpath(found)).parent.parent / "conf")
+        spec = importlib.util.find_spec("pyspark")  # pip's spark-submit: SPARK_HOME = pyspark/
+        if spec is not None and spec.submodule_search_locations:
+            candidates.append(Path(list(spec.submodule_search_locations)[0]) / "conf")
+    for conf_dir in candidates:
+        path = conf_dir / "spark-defaults.conf"
+        if path.is_file():
+            return path
+    return None
 
 
 class PaimonJobError(AirflowException):

@@ -18,6 +18,7 @@ from airflow_provider_paimon.lineage.openlineage.config import (
 )
 from airflow_provider_paimon.operators.base import PaimonPreflightError, optional_int
 from airflow_provider_paimon.operators.compaction import CompactionOperator, as_bool
+from airflow_provider_paimon.paimon.compaction.precommit import precommit_enabled
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import ACCEPTED_BOOLEANS, parse_int
 from airflow_provider_paimon.paimon.stream_scan import parse_stream_scan_config
@@ -39,6 +40,10 @@ def _table_option(value):
     import pyarrow as pa
 
     return dictionary_columns(pa.schema([("s", pa.string())]), {"parquet.enable.dictionary": value})
+
+
+def _precommit_option(value):
+    return precommit_enabled({"precommit-compact": value})
 
 
 def _stream_option(value):
@@ -67,6 +72,7 @@ ENTRY_POINTS = {
     "data source option": (_source_option, "option 'create-table'"),
     "Paimon table option": (_table_option, "option 'parquet.enable.dictionary'"),
     "streaming read option": (_stream_option, "option 'streaming-read-overwrite'"),
+    "pre-commit compaction option": (_precommit_option, "option 'precommit-compact'"),
     "Spark conf key (lineage)": (_lineage_conf, LINEAGE_ENABLED),
     "Spark conf key (OpenLineage)": (_openlineage_conf, KEY_ASYNC),
     "environment variable": (_env_var, "$OPENLINEAGE_DISABLED"),
