@@ -12,9 +12,12 @@ Connection layout:
 * **Login / Password**: shortcuts for ``jdbc.user`` / ``jdbc.password`` (metastore
   ``jdbc``) or the ``token`` (metastore ``rest``).
 
-Options whose key contains ``password``, ``secret``, ``token`` or ``key`` are secret:
-they are masked in Airflow's logs and reach Spark jobs only through the
-``PAIMON_CATALOG_OPTIONS_JSON`` environment variable, never the command line.
+Secret options follow the package's one secret policy (``paimon/secrets.py``): keys
+naming a credential (``password``, ``secret``, ``token``, ``key``, ``auth``...),
+pypaimon's REST ``header.*`` options, and any value that is a URL with a password
+(``uri=...user:password@host``). They are masked in Airflow's logs and reach Spark
+jobs only through the ``PAIMON_CATALOG_OPTIONS_JSON`` environment variable, never
+the command line.
 """
 
 from __future__ import annotations
@@ -30,15 +33,20 @@ from airflow.sdk.log import mask_secret
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.secrets import (
+    SECRET_KEY_MARKERS,
+    is_secret,
+    scrub,
+    secret_values,
+)
 
-SECRET_MARKERS = ("password", "secret", "token", "key")
+SECRET_MARKERS = SECRET_KEY_MARKERS
 _EXTRA_PREFIX = "extra__paimon__"
 
 
-def is_secret_option(key: str) -> bool:
+def is_secret_option(key: str, value: str | None = None) -> bool:
     """True for catalog options that must never be logged or put on a command line."""
-    lowered = key.lower()
-    return any(marker in lowered for marker in SECRET_MARKERS)
+    return is_secret(key, value)
 
 
 @dataclass(frozen=True)
@@ -51,12 +59,12 @@ class CatalogConfig:
     @property
     def public_options(self) -> dict[str, str]:
         """Options safe to show in logs and on a spark-submit command line."""
-        return {k: v for k, v in self.options.items() if not is_secret_option(k)}
+        return {k: v for k, v in self.options.items() if not is_secret_option(k, v)}
 
     @property
     def secret_options(self) -> dict[str, str]:
         """Options that travel only through ``PAIMON_CATALOG_OPTIONS_JSON``."""
-        return {k: v for k, v in self.options.items() if is_secret_option(k)}
+        return {k: v for k, v in self.options.items() if is_secret_option(k, v)}
 
 
 def config_from_connection(
@@ -179,7 +187,7 @@ class PaimonHook(BaseHook):
                 "warehouse URI (or extra 'warehouse')"
             )
         config = CatalogConfig(warehouse=warehouse, options=options)
-        for value in config.secret_options.values():
+        for value in secret_values(config.options):
             mask_secret(value)
         return config
 
@@ -278,7 +286,12 @@ class PaimonHook(BaseHook):
         try:
             databases = self.list_databases()
         except Exception as err:  # noqa: BLE001 - reported to the UI, not raised
-            return False, f"cannot open the Paimon catalog: {type(err).__name__}: {err}"
+            secrets = secret_values(self._options_override)
+            try:
+                secrets += secret_values(self.catalog_config.options)
+            except Exception:  # noqa: BLE001, S110 - the config itself failed: nothing to add
+                pass
+            return False, scrub(f"cannot open the Paimon catalog: {type(err).__name__}: {err}", secrets)
         return True, f"opened warehouse {self.warehouse} ({len(databases)} databases)"
 
     def check_table_name(self, table: str) -> None:

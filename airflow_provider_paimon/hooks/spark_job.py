@@ -21,21 +21,35 @@ deploy mode. They are *not* given to ``SparkSubmitHook(env_vars=...)``: on YARN 
 Kubernetes that hook turns env vars into ``--conf`` arguments, i.e. onto the command
 line. Client deploy mode is also what lets the driver's stdout (the result line) reach
 Airflow, so cluster deploy mode is refused.
+
+Spark conf that is secret by the package's secret policy (``paimon/secrets.py``: an
+``apiKey``, a ``header.*``, a URL with a password...) is not given as ``--conf``
+either: it is written, with the Spark defaults it would have been merged with, to a
+private properties file (mode 0600, in a directory deleted after the run) that
+spark-submit reads with ``--properties-file``. The JVM sees the same conf; the command
+line and the task log see only the file's path. Its values are also registered with
+Airflow's log masker.
+
+The ``spark`` connection must exist: Airflow's hook would otherwise fall back to
+``yarn`` and fail late with a YARN error, so a missing one is refused up front.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
 from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
+from airflow_provider_paimon.paimon.secrets import secret_values, split_secrets
 from airflow_provider_paimon.spark.jobs.common import (
     CATALOG_OPTIONS_ENV,
     ERROR_PREFIX,
@@ -44,6 +58,72 @@ from airflow_provider_paimon.spark.jobs.common import (
 )
 
 EXIT_BAD_INPUT = 2
+SECRET_PROPERTIES_FILE = "secret-spark.properties"
+
+
+class SparkConnectionNotFoundError(AirflowFailException):
+    """The ``spark`` connection named by an operator does not exist: nothing was submitted."""
+
+
+def missing_spark_connection(conn_id: str) -> str | None:
+    """Why ``conn_id`` cannot be used as the ``spark`` connection, or ``None`` when it exists.
+
+    Airflow's ``SparkSubmitHook`` silently falls back to ``--master yarn`` when the
+    connection is missing, and the task then fails late with a misleading YARN error.
+    """
+    from airflow.sdk import BaseHook
+
+    try:
+        BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        env_name = f"AIRFLOW_CONN_{conn_id.upper()}"
+        return (
+            f"spark connection {conn_id!r} does not exist; create it, e.g. `airflow connections "
+            f"add {conn_id} --conn-type spark --conn-host 'local[*]'` (or spark://HOST:7077, "
+            f"yarn, k8s://https://HOST) or set ${env_name}, or pass spark_conn_id= naming an "
+            "existing spark connection"
+        )
+    return None
+
+
+def _escape_property(text: str) -> str:
+    """``text`` escaped for a Java properties file (what spark-submit reads)."""
+    out: list[str] = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif char in "=: #!":
+            out.append("\\" + char)
+        elif char in "\n\r\t\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[char])
+        elif not 0x20 <= ord(char) <= 0x7E:
+            units = char.encode("utf-16-be")
+            out.extend(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def spark_defaults_file(environ: Mapping[str, str], spark_binary: str) -> Path | None:
+    """The ``spark-defaults.conf`` spark-submit would read (``$SPARK_CONF_DIR``,
+    ``$SPARK_HOME/conf``, or the ``conf`` beside the ``spark-submit`` on ``PATH``)."""
+    if environ.get("SPARK_CONF_DIR"):
+        candidates = [Path(environ["SPARK_CONF_DIR"])]
+    elif environ.get("SPARK_HOME"):
+        candidates = [Path(environ["SPARK_HOME"]) / "conf"]
+    else:
+        candidates = []
+        found = shutil.which(spark_binary, path=environ.get("PATH"))
+        if found:
+            candidates.append(Path(os.path.realpath(found)).parent.parent / "conf")
+        spec = importlib.util.find_spec("pyspark")  # pip's spark-submit: SPARK_HOME = pyspark/
+        if spec is not None and spec.submodule_search_locations:
+            candidates.append(Path(list(spec.submodule_search_locations)[0]) / "conf")
+    for conf_dir in candidates:
+        path = conf_dir / "spark-defaults.conf"
+        if path.is_file():
+            return path
+    return None
 
 
 class PaimonJobError(AirflowException):
@@ -110,16 +190,22 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 "pass catalog secrets through the paimon connection, not env_vars: "
                 "SparkSubmitHook may put env_vars on the command line"
             )
+        missing = missing_spark_connection(spark_conn_id)
+        if missing:
+            raise SparkConnectionNotFoundError(f"{missing}; nothing was submitted")
+        public_conf, self._secret_conf = split_secrets(dict(conf or {}))
         self.family = family
         self.job_args = list(job_args)
         self._secret_options = dict(secret_options or {})
         self._secret_env = dict(secret_env or {})
+        for values in (self._secret_conf, self._secret_options, self._secret_env):
+            self._register_secrets(values)
         self.application = application or launcher_path()
         self.require_result = require_result
         self.result: dict[str, Any] | None = None
         self.job_error: str | None = None
         super().__init__(
-            conf=conf,
+            conf=public_conf,
             conn_id=spark_conn_id,
             py_files=",".join([build_py_files_zip(), *(py_files or [])]),
             name=name,
@@ -127,11 +213,48 @@ class PaimonSparkJobHook(SparkSubmitHook):
             deploy_mode=deploy_mode,
             **spark_kwargs,
         )
+        self._user_properties_file: str | None = self._properties_file
         if self._connection.get("deploy_mode") == "cluster":
             raise ValueError(
                 f"spark connection {spark_conn_id!r} asks for cluster deploy mode; Paimon jobs "
                 "need client mode (pass deploy_mode='client' or change the connection)"
             )
+
+    @staticmethod
+    def _register_secrets(values: Mapping[str, Any]) -> None:
+        """Register every secret value with Airflow's log masker (task logs, UI)."""
+        from airflow.sdk.log import mask_secret
+
+        for value in secret_values({str(k): v for k, v in values.items()}):
+            mask_secret(value)
+
+    @property
+    def secret_conf(self) -> dict[str, Any]:
+        """The Spark conf kept off the command line (it goes in a private properties file)."""
+        return dict(self._secret_conf)
+
+    def write_secret_properties(self, directory: Path, environ: Mapping[str, str]) -> Path | None:
+        """Write the secret conf, after the defaults it would have joined, to a 0600 file.
+
+        ``--properties-file`` replaces ``spark-defaults.conf`` (or the user's
+        ``properties_file``), so that file's content is copied first: the job sees the
+        same conf as with ``--conf``. Returns ``None`` when there is no secret conf.
+        """
+        if not self._secret_conf:
+            return None
+        base = Path(self._user_properties_file) if self._user_properties_file else spark_defaults_file(
+            environ, self._connection.get("spark_binary") or "spark-submit"
+        )
+        lines = [base.read_text(encoding="utf-8")] if base is not None else []
+        lines += [
+            f"{_escape_property(str(key))}={_escape_property(str(value))}"
+            for key, value in sorted(self._secret_conf.items())
+        ]
+        path = directory / SECRET_PROPERTIES_FILE
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+        return path
 
     def build_command(self) -> list[str]:
         """The full spark-submit command line, as it will be run (for checks and tests)."""
@@ -152,11 +275,16 @@ class PaimonSparkJobHook(SparkSubmitHook):
         with tempfile.TemporaryDirectory(prefix="paimon-job-") as tmp:
             result_file = Path(tmp) / "result.json"
             env = {**self.job_environment(), RESULT_FILE_ENV: str(result_file)}
+            properties = self.write_secret_properties(Path(tmp), env)
+            if properties is not None:
+                self._properties_file = str(properties)
             try:
                 self.submit(self.application, env=env)
                 failure = None
             except AirflowException as err:
                 failure = err
+            finally:
+                self._properties_file = self._user_properties_file
             self.read_result_file(result_file)
         if failure is not None:
             exit_code = getattr(self._submit_sp, "returncode", None)

@@ -5,6 +5,11 @@ trust: 0 done (deleting a job without rows is done: it reports 0), 2 bad usage o
 argument, 3 store unreachable, 4 store written by a newer version, 1 any other store
 error. The URL comes from ``--url``, ``$PAIMON_LINEAGE_URL`` or the default SQLite
 file; it is only ever printed with its password masked.
+
+Errors never echo a secret: a usage error does not repeat an argument value that could
+be a URL or a password (``--ulr mysql://root:PW@h`` names ``--ulr`` only), a mistyped
+URL is masked whatever its shape, and with ``--json`` every error is also printed on
+stdout as ``{"error": ..., "exit_code": ...}``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -25,7 +31,49 @@ from .errors import (
     SchemaVersionError,
 )
 from .store import LineageStore
-from .url import DEFAULT_DATABASE, ENV_URL
+from .url import DEFAULT_DATABASE, ENV_URL, mask_url, scrub
+
+_HIDDEN = "<value not shown>"
+_COMMAND_LIKE = re.compile(r"^[a-z][a-z-]{0,40}$")
+
+
+class UsageError(Exception):
+    """Bad command-line usage; the message is safe to print (no argument values that
+    could be secrets)."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises ``UsageError`` with a message that cannot leak a secret."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(_safe_usage_message(message), self.format_usage())
+
+
+def _safe_usage_message(message: str) -> str:
+    """argparse's message without argument values that could be a URL or a password.
+
+    ``unrecognized arguments`` lists only option names (their values may be the
+    mistyped ``--ulr``'s URL); ``invalid choice`` repeats the word only when it looks
+    like a command; anything left that looks like a credential is masked.
+    """
+    head, sep, rest = message.partition("unrecognized arguments: ")
+    if sep:
+        shown = [
+            token.split("=", 1)[0] + ("=" + _HIDDEN if "=" in token else "")
+            if token.startswith("-") else _HIDDEN
+            for token in rest.split()
+        ]
+        message = head + sep + " ".join(shown)
+    choice = re.search(r"invalid choice: (?P<value>.*?) \(choose from", message)
+    if choice:
+        value = choice.group("value").strip("'\"")
+        if not _COMMAND_LIKE.match(value):
+            message = message[: choice.start("value")] + _HIDDEN + message[choice.end("value"):]
+    return mask_url(message)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TOO_NEW = 0, 1, 2, 3, 4
 _BRANCH_MARK = "$branch_"
@@ -63,13 +111,13 @@ def _depth_arg(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--url", default=argparse.SUPPRESS,
                         help=f"SQLAlchemy URL of the store (default: ${ENV_URL} or ~/.paimon/lineage.sqlite)")
     common.add_argument("--database", default=argparse.SUPPRESS,
                         help=f"system database / schema on MySQL/PostgreSQL (default: {DEFAULT_DATABASE})")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="paimon-lineage", parents=[common],
         description="Query and maintain the Paimon lineage store (table and data lineage).",
     )
@@ -189,27 +237,44 @@ def _emit(as_json: bool, data: Any, headers: Sequence[str], rows: Sequence[Seque
     return EXIT_OK
 
 
+def _fail(message: str, code: int, as_json: bool, usage: str = "") -> int:
+    """Report an error: on stderr always, and as a JSON object on stdout with ``--json``."""
+    if usage:
+        print(usage.rstrip(), file=sys.stderr)
+    print(f"paimon-lineage: error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "exit_code": code}, sort_keys=True), file=sys.stdout)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as stop:  # argparse: --help (0) or bad usage (2)
+    except UsageError as err:
+        return _fail(str(err), EXIT_USAGE, as_json, err.usage)
+    except SystemExit as stop:  # argparse: --help (0)
         return int(stop.code or 0)
+    url = getattr(args, "url", None)
+
+    def safe(err: BaseException) -> str:
+        return scrub(str(err), url) if url else mask_url(str(err))
+
     try:
         return _run(args, sys.stdout)
     except InvalidLineageArgumentError as err:
-        print(f"paimon-lineage: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(safe(err), EXIT_USAGE, as_json)
     except LineageStoreUnavailableError as err:
-        print(f"paimon-lineage: error: {err}", file=sys.stderr)
-        return EXIT_UNREACHABLE
+        return _fail(safe(err), EXIT_UNREACHABLE, as_json)
     except SchemaVersionError as err:
-        print(f"paimon-lineage: error: {err}", file=sys.stderr)
-        return EXIT_TOO_NEW
+        return _fail(safe(err), EXIT_TOO_NEW, as_json)
     except LineageError as err:
-        print(f"paimon-lineage: error: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(safe(err), EXIT_ERROR, as_json)
+    except Exception as err:  # noqa: BLE001 - no raw traceback (it could show the URL)
+        return _fail(f"{type(err).__name__}: {safe(err)}", EXIT_ERROR, as_json)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL
 
+from airflow_provider_paimon.paimon.secrets import is_secret
+
 from . import schema
 from .engine import IMMEDIATE, create_mysql_database, create_store_engine, ensure_schema
 from .entities import DataLineage, LineageFilter, SnapshotRef, TableLineage, check_id, check_name
@@ -47,7 +49,6 @@ from .url import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_SECRET_OPTION = ("password", "secret", "token", "credential", "access-key", "access.key", "accesskey")
 _MYSQL_UNKNOWN_DATABASE = 1049
 
 
@@ -110,6 +111,15 @@ class LineageStore:
             version = _guard(parsed, "open", lambda: with_retry(
                 lambda: _prepare(parsed, engine, database, create), policy, "open lineage store"
             ))
+        except LineageError:
+            engine.dispose()
+            raise
+        except (TypeError, ValueError) as err:  # the driver refused a connection argument
+            engine.dispose()
+            raise InvalidLineageArgumentError(
+                f"lineage store URL {masked!r}: the driver refused its connection arguments "
+                f"({scrub(f'{type(err).__name__}: {err}', parsed)}); fix the URL's query string"
+            ) from None
         except BaseException:
             engine.dispose()
             raise
@@ -254,15 +264,16 @@ class LineageStore:
     def set_options(self, values: Mapping[str, Any]) -> list[str]:
         """Store catalog options (the seed's options table); return the keys stored.
 
-        Keys that look secret (password, token, ...) are not stored: the table is
-        readable by everyone who can read lineage.
+        Secret options (the package's secret policy: password, token, key, header.*,
+        a URL with a password...) are not stored: the table is readable by everyone
+        who can read lineage.
         """
         if not isinstance(values, Mapping):
             raise InvalidLineageArgumentError("options must be a mapping of str to str")
         rows = []
         for key, value in values.items():
             check_name("option key", key)
-            if any(marker in key.lower() for marker in _SECRET_OPTION):
+            if is_secret(key, value):
                 log.info("option %r looks secret and is not stored in the lineage store", key)
                 continue
             rows.append({"key": key, "value": None if value is None else str(value)})

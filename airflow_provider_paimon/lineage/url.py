@@ -15,13 +15,15 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from airflow_provider_paimon.paimon import secrets
+
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
 
 #: Environment variable that names the store when no URL is given.
 ENV_URL = "PAIMON_LINEAGE_URL"
 #: Default system database name (the seed's ``jdbc.database``).
 DEFAULT_DATABASE = "paimon"
-MASK = "***"
+MASK = secrets.MASK
 
 # backend -> (default driver, pip requirement that brings it)
 _BACKENDS = {
@@ -30,9 +32,7 @@ _BACKENDS = {
     "mariadb": ("pymysql", "pymysql"),
     "postgresql": ("psycopg2", "psycopg2-binary (extra 'postgres')"),
 }
-_SECRET_QUERY_KEYS = re.compile(r"(?i)pass|secret|token|key")
 _DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_USERINFO = re.compile(r"(://[^:/@\s]*:)([^@\s]*)(@)")
 
 
 def default_sqlite_path() -> Path:
@@ -46,37 +46,39 @@ def default_url() -> str:
     return os.environ.get(ENV_URL) or f"sqlite:///{default_sqlite_path()}"
 
 
+def _text(url: str | URL) -> str:
+    return url.render_as_string(hide_password=False) if isinstance(url, URL) else str(url)
+
+
 def mask_url(url: str | URL) -> str:
-    """The URL as text with its password (and secret-looking query values) replaced."""
-    try:
-        parsed = url if isinstance(url, URL) else make_url(str(url))
-    except Exception:  # noqa: BLE001 - unparsable: mask by pattern, never echo as is
-        return _USERINFO.sub(lambda m: m.group(1) + MASK + m.group(3), str(url))
-    secret = {k: MASK for k in parsed.query if _SECRET_QUERY_KEYS.search(k)}
-    if secret:
-        parsed = parsed.update_query_dict(secret)
-    return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", MASK)
+    """The URL as text with its password (and secret-looking query values) replaced.
+
+    The package's secret policy (``paimon/secrets.py``) does the masking on the text,
+    so a mistyped URL that SQLAlchemy cannot parse (``mysql+pymysql:/root:PW@h``,
+    ``root:PW@h``) is masked as well as a good one.
+    """
+    return secrets.mask_url(_text(url))
 
 
 def secrets_of(url: str | URL) -> list[str]:
     """The secret strings inside ``url`` (password, secret query values)."""
-    try:
-        parsed = url if isinstance(url, URL) else make_url(str(url))
-    except Exception:  # noqa: BLE001
-        match = _USERINFO.search(str(url))
-        return [match.group(2)] if match and match.group(2) else []
-    found = [parsed.password] if parsed.password else []
-    for key, value in parsed.query.items():
-        if _SECRET_QUERY_KEYS.search(key):
-            found.extend([value] if isinstance(value, str) else list(value))
-    return [s for s in found if s]
+    found = secrets.secrets_in_text(_text(url))
+    if isinstance(url, URL) and url.password:
+        found.append(str(url.password))  # as given, not URL-encoded
+    else:
+        try:
+            parsed = make_url(str(url))
+        except Exception:  # noqa: BLE001, S110 - unparsable: the text's secrets are all we have
+            pass
+        else:
+            if parsed.password:
+                found.append(str(parsed.password))
+    return sorted({s for s in found if s}, key=len, reverse=True)
 
 
 def scrub(text: str, url: str | URL) -> str:
     """``text`` with every secret of ``url`` replaced by ``***``."""
-    for secret in sorted(secrets_of(url), key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text
+    return secrets.scrub(text, secrets_of(url))
 
 
 def backend_of(url: URL) -> str:
@@ -102,6 +104,11 @@ def parse_url(url: str | URL | None) -> URL:
             "'sqlite:////path/lineage.sqlite', 'mysql+pymysql://user:pass@host:3306' or "
             "'postgresql+psycopg2://user:pass@host:5432/db'"
         ) from None
+    except ValueError:  # SQLAlchemy's int(port)
+        raise InvalidLineageArgumentError(
+            f"lineage store URL {mask_url(str(raw))!r} has a port that is not a number; "
+            "write host:PORT with a number, e.g. 'mysql+pymysql://user:pass@host:3306/db'"
+        ) from None
     backend = parsed.get_backend_name()
     if backend not in _BACKENDS:
         raise UnsupportedBackendError(
@@ -110,7 +117,27 @@ def parse_url(url: str | URL | None) -> URL:
         )
     if "+" not in parsed.drivername:
         parsed = parsed.set(drivername=f"{backend}+{_BACKENDS[backend][0]}")
+    check_connect_arguments(parsed)
     return parsed
+
+
+def check_connect_arguments(url: URL) -> None:
+    """Refuse query arguments the dialect cannot convert (``connect_timeout=abc``).
+
+    The dialect converts them when the engine is made, with a bare ``ValueError``; doing
+    it here turns that into a usage error that names the URL (masked). Touches nothing.
+    """
+    try:
+        dialect_cls = url.get_dialect()
+    except Exception:  # noqa: BLE001, S110 - unknown driver: reported when the engine is made
+        return
+    try:
+        dialect_cls().create_connect_args(url)
+    except (ValueError, TypeError) as err:
+        raise InvalidLineageArgumentError(
+            f"lineage store URL {mask_url(url)!r} has a bad connection argument in its query "
+            f"string ({scrub(str(err), url)}); fix or remove it"
+        ) from None
 
 
 def driver_requirement(url: URL) -> str:

@@ -25,11 +25,12 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
-from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, missing_spark_connection
 from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
-from airflow_provider_paimon.paimon.errors import PaimonError
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.option_values import parse_int
 
 
 class PaimonPreflightError(AirflowFailException):
@@ -120,8 +121,13 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     def preflight(self) -> dict[str, Any] | None:
         """Run the common and the operator's own checks, mapping Paimon errors to ``fail``.
 
-        Returns the operator's no-submit result when there is nothing to do.
+        Returns the operator's no-submit result when there is nothing to do. The
+        ``spark`` connection is checked first: without it Airflow's hook would submit
+        to ``yarn`` and fail late with a misleading message.
         """
+        missing = missing_spark_connection(self.spark_conn_id)
+        if missing:
+            self.fail(missing)
         try:
             parse_table_name(self.table)
             self.paimon_hook.get_table(self.table)
@@ -198,13 +204,11 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
 
 
 def optional_int(value: Any, what: str) -> int | None:
-    """A templated number arrives as a string: '' / None mean "not given"."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
+    """A templated number arrives as a string: '' / None mean "not given" (``parse_int``)."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise PaimonPreflightError(f"{what} must be an integer, got {value!r}; nothing was submitted") from None
+        return parse_int(value, what)
+    except InvalidArgumentError as err:
+        raise PaimonPreflightError(f"{err}; nothing was submitted") from None
 
 
 def optional_str(value: Any) -> str | None:

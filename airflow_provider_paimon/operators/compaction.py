@@ -20,6 +20,7 @@ from airflow_provider_paimon.operators.base import (
     optional_str,
 )
 from airflow_provider_paimon.paimon.names import is_main
+from airflow_provider_paimon.paimon.option_values import parse_bool
 
 PartitionSpec = Mapping[str, Any] | str
 _POSITIVE_INT_OPTIONS = ("compaction.min.file-num", "compaction.max.file-num")
@@ -70,11 +71,13 @@ def as_options(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def as_bool(value: Any) -> bool:
-    """``dry_run`` as given or as rendered (``"False"`` must stay false)."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+def as_bool(value: Any, name: str = "dry_run") -> bool:
+    """``dry_run`` as given or as rendered (``"False"`` must stay false).
+
+    Fails closed: an unrecognised word (``"ture"``) raises ``InvalidArgumentError``
+    instead of running a real compaction.
+    """
+    return parse_bool(value, name, False)
 
 
 def human_bytes(size: Any) -> str:
@@ -166,7 +169,7 @@ class CompactionOperator(PaimonSparkJobOperator):
             args += ["--where", where]
         for key, value in sorted(as_options(self.options).items()):
             args += ["--option", f"{key}={value}"]
-        if as_bool(self.dry_run):
+        if as_bool(self.dry_run, "dry_run"):
             args.append("--dry-run")
         retries = optional_int(self.max_retries, "max_retries")
         if retries is not None:
@@ -174,6 +177,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
+        as_bool(self.dry_run, "dry_run")  # a mistyped flag fails here, before any submit
         branch = optional_str(self.branch)
         partitions = as_partition_list(self.partitions)
         if partitions and optional_str(self.where) is not None:

@@ -10,9 +10,10 @@ Unlike ``SparkSubmitOperator`` (opt-in through ``[openlineage]
 spark_inject_parent_job_info``), Paimon operators inject the parent job info by default:
 the keys are harmless when nothing emits, and the link is the point of our Spark-side
 events. The transport (URL, API key) is injected only when ``[openlineage]
-spark_inject_transport_info = True``, as Airflow does; an API key then goes on the
-spark-submit command line, so it is registered for masking in Airflow's logs first.
-Keys the user already set are never overwritten.
+spark_inject_transport_info = True``, as Airflow does. An API key (any secret, by
+the package's secret policy) is registered for masking in Airflow's logs, and
+``PaimonSparkJobHook`` keeps it off the spark-submit command line (it reaches the job
+through a private properties file). Keys the user already set are never overwritten.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import Any
+
+from airflow_provider_paimon.paimon.secrets import secret_values
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,6 @@ ROOT_KEYS = (
     "spark.openlineage.rootParentJobName",
     "spark.openlineage.rootParentRunId",
 )
-_SECRET_MARKERS = ("apikey", "api_key", "token", "secret", "password")
 
 
 def _airflow_conf_flag(key: str, default: bool) -> bool:
@@ -95,14 +97,10 @@ def inject_openlineage_spark_conf(
 
 
 def _mask_secret_values(conf: Mapping[str, Any]) -> None:
-    """Register transport secrets (API keys) with Airflow's log masker."""
-    secrets = [
-        str(value)
-        for key, value in conf.items()
-        if str(key).startswith("spark.openlineage.transport")
-        and any(marker in str(key).lower() for marker in _SECRET_MARKERS)
-        and value
-    ]
+    """Register transport secrets (API keys, URL passwords) with Airflow's log masker."""
+    secrets = secret_values(
+        {k: v for k, v in conf.items() if str(k).startswith("spark.openlineage.transport")}
+    )
     if not secrets:
         return
     try:

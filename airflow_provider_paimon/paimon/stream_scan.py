@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError, SnapshotNotFoundError
-from .option_values import int_option
+from .option_values import bool_option, int_option
 
 # scan.mode values (Paimon's names). "full" is Paimon's deprecated alias of latest-full.
 SCAN_MODES = (
@@ -200,11 +200,7 @@ def parse_stream_scan_config(options: Mapping[str, str]) -> StreamScanConfig:
             f"scan.mode {mode!r} takes no start point, but {', '.join(given)} was given; "
             "drop it or use the matching from-* mode"
         )
-    raw_overwrite = opts.get("streaming-read-overwrite", "false").strip().lower()
-    if raw_overwrite not in ("true", "false"):
-        raise InvalidArgumentError(
-            f"option 'streaming-read-overwrite' must be 'true' or 'false', got {raw_overwrite!r}"
-        )
+    read_overwrite = bool_option(opts, "streaming-read-overwrite", False)
     return StreamScanConfig(
         mode=mode,
         snapshot_id=snapshot_id,
@@ -212,7 +208,7 @@ def parse_stream_scan_config(options: Mapping[str, str]) -> StreamScanConfig:
         file_creation_time_millis=creation,
         max_snapshots_per_trigger=int_option(opts, "max-snapshots-per-trigger", 1),
         max_files_per_trigger=int_option(opts, "max-files-per-trigger", 1),
-        read_overwrite=raw_overwrite == "true",
+        read_overwrite=read_overwrite,
     )
 
 

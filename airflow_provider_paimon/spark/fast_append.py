@@ -41,6 +41,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_paimon.paimon.option_values import bool_option
+
 # Rows per Parquet row group (pyarrow's default for write_table, so files look like
 # pypaimon's): also how much the writer buffers before encoding.
 ROW_GROUP_ROWS = 1024 * 1024
@@ -56,7 +58,7 @@ def unsupported_reason(table: Any) -> str | None:
     options = table.options
     raw = options.options.to_map()
     checks = (
-        (str(raw.get(FAST_WRITE_OPTION, "true")).lower() == "false", f"{FAST_WRITE_OPTION}=false"),
+        (not bool_option(raw, FAST_WRITE_OPTION, True), f"{FAST_WRITE_OPTION}=false"),
         (bool(table.is_primary_key_table), "primary-key table"),
         (table.bucket_mode() != BucketMode.BUCKET_UNAWARE, "bucketed table"),
         (bool(table.partition_keys), "partitioned table"),
@@ -101,9 +103,8 @@ def _map_shredding_active(table: Any) -> bool:
 
 def dictionary_columns(schema: pa.Schema, raw_options: dict[str, str]) -> bool | list[str]:
     """``use_dictionary`` for pyarrow: string/binary columns, unless the table option says."""
-    flag = str(raw_options.get("parquet.enable.dictionary", "")).strip().lower()
-    if flag in ("true", "false"):
-        return flag == "true"
+    if str(raw_options.get("parquet.enable.dictionary") or "").strip():
+        return bool_option(raw_options, "parquet.enable.dictionary", True)
     t = pa.types
     return [
         f.name

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.option_values import parse_bool, parse_int
+from airflow_provider_paimon.paimon.secrets import mask_url
 
 PREFIX = "spark.paimon.lineage."
 KEY_ENABLED = PREFIX + "enabled"
@@ -47,7 +49,6 @@ BUFFER, FAIL = "buffer", "fail"
 POLICIES = (BUFFER, FAIL)
 DEFAULT_DATABASE = "paimon"
 DEFAULT_POLL_INTERVAL_MS = 200
-_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off", ""}
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,6 @@ class CaptureConfig:
     def masked_url(self) -> str:
         if self.url is None:
             return "(default store)"
-        from airflow_provider_paimon.lineage.url import mask_url
-
         return mask_url(self.url)
 
     def describe(self) -> str:
@@ -79,15 +78,6 @@ class CaptureConfig:
 
     def __repr__(self) -> str:
         return f"CaptureConfig({self.describe()})"
-
-
-def _flag(key: str, value: Any) -> bool:
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise InvalidArgumentError(f"{key} must be true or false, got {value!r}")
 
 
 def default_spool_root() -> str:
@@ -129,19 +119,13 @@ def capture_config(
             f"unknown lineage setting {', '.join(unknown)}; known: {', '.join(KNOWN_KEYS)}"
         )
     url = str(conf.get(KEY_URL) or "").strip() or None
-    if KEY_ENABLED in conf:
-        enabled = _flag(KEY_ENABLED, conf[KEY_ENABLED])
-    else:
-        enabled = url is not None
-    enabled = enabled or force
+    enabled = parse_bool(conf.get(KEY_ENABLED), KEY_ENABLED, default=url is not None) or force
     if url is None:
         url = (env.get(ENV_URL) or "").strip() or None
     if url is not None:
         try:
             url = with_password(url, env.get(ENV_PASSWORD))
         except Exception as err:  # noqa: BLE001 - sqlalchemy's ArgumentError and friends
-            from airflow_provider_paimon.lineage.url import mask_url
-
             raise InvalidArgumentError(
                 f"{KEY_URL} {mask_url(url)!r} is not a SQLAlchemy URL ({type(err).__name__})"
             ) from None
@@ -155,15 +139,9 @@ def capture_config(
         raise InvalidArgumentError(
             f"{KEY_ON_STORE_FAILURE} must be one of {', '.join(POLICIES)}, got {policy!r}"
         )
-    raw_interval = conf.get(KEY_POLL_INTERVAL_MS, DEFAULT_POLL_INTERVAL_MS)
-    try:
-        interval_ms = int(str(raw_interval).strip())
-        if interval_ms <= 0:
-            raise ValueError
-    except ValueError:
-        raise InvalidArgumentError(
-            f"{KEY_POLL_INTERVAL_MS} must be a positive integer, got {raw_interval!r}"
-        ) from None
+    interval_ms = (
+        parse_int(conf.get(KEY_POLL_INTERVAL_MS), KEY_POLL_INTERVAL_MS, 1) or DEFAULT_POLL_INTERVAL_MS
+    )
     spool = str(conf.get(KEY_SPOOL_DIR) or "").strip() or default_spool_root()
     return CaptureConfig(
         enabled=enabled,

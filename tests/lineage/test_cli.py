@@ -85,3 +85,70 @@ def test_console_script_entry_point(url):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert [j["job"] for j in json.loads(proc.stdout)] == ["agg", "clean"]
+
+
+PW = "Cli-Pw-8d7c"
+MISTYPED = [f"mysql+pymysql:/root:{PW}@h", f"mysql+pymysql//root:{PW}@h", f"root:{PW}@h",
+            f"mysql+pymysql:root:{PW}@h", f"mysql+pymysql://root:{PW}@h:abc/db"]
+
+
+@pytest.mark.parametrize("url", MISTYPED)
+def test_mistyped_urls_are_masked_and_exit_2(url, capsys):
+    code, out, err = run(capsys, "jobs", "--url", url)
+    assert code == 2 and PW not in out + err and ":***@h" in err
+    assert err.startswith("paimon-lineage: error: lineage store URL ")
+
+
+@pytest.mark.parametrize(
+    "argv,shown",
+    [
+        (["jobs", "--ulr", f"mysql://root:{PW}@h"], "unrecognized arguments: --ulr <value not shown>"),
+        (["jobs", f"--ulr=mysql://root:{PW}@h"], "unrecognized arguments: --ulr=<value not shown>"),
+        (["jobs", "--pasword", PW], "unrecognized arguments: --pasword <value not shown>"),
+        ([f"mysql://root:{PW}@h", "jobs"], "invalid choice: <value not shown> (choose from"),
+        (["jbos"], "invalid choice: 'jbos' (choose from"),
+    ],
+)
+def test_usage_errors_never_echo_argument_values(argv, shown, capsys):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and PW not in err
+    assert shown in err and err.startswith("usage: paimon-lineage")
+
+
+@pytest.mark.parametrize(
+    "url,message",
+    [
+        (f"mysql+pymysql://root:{PW}@127.0.0.1:abc/x", "has a port that is not a number"),
+        (f"mysql+pymysql://root:{PW}@127.0.0.1:3306/x?connect_timeout=abc",
+         "has a bad connection argument in its query string"),
+    ],
+)
+def test_bad_port_or_query_argument_is_a_usage_error_and_json_prints_it(url, message, capsys):
+    code, out, err = run(capsys, "jobs", "--url", url)
+    assert code == 2 and message in err and "Traceback" not in err and PW not in err
+    code, out, err = run(capsys, "--json", "jobs", "--url", url)
+    assert code == 2 and PW not in out + err
+    error = json.loads(out)
+    assert error["exit_code"] == 2 and message in error["error"] and "root:***@127.0.0.1" in error["error"]
+
+
+def test_json_errors_for_usage_and_unreachable_store(capsys):
+    code, out, _ = run(capsys, "--json", "jobs", "--ulr", f"mysql://root:{PW}@h")
+    assert code == 2 and json.loads(out) == {
+        "error": "unrecognized arguments: --ulr <value not shown>", "exit_code": 2,
+    }
+    code, out, _ = run(capsys, "--json", "jobs", "--url", f"mysql+pymysql://root:{PW}@127.0.0.1:1/x")
+    assert code == 3 and json.loads(out)["exit_code"] == 3 and PW not in out
+
+
+def test_real_cli_process_masks_and_exits_2():
+    """The installed entry point as a process: no traceback, no password, exit 2."""
+    for argv in (["jobs", "--url", f"mysql+pymysql:/root:{PW}@h"],
+                 ["--json", "jobs", "--url", f"mysql+pymysql://root:{PW}@127.0.0.1:abc/x"],
+                 ["jobs", "--ulr", f"mysql://root:{PW}@h"]):
+        proc = subprocess.run([sys.executable, "-m", "airflow_provider_paimon.lineage.cli", *argv],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert PW not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+        if "--json" in argv:
+            assert json.loads(proc.stdout)["exit_code"] == 2

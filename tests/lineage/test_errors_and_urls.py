@@ -24,7 +24,7 @@ def test_mask_url_hides_password_and_secret_query_values():
 
     url = f"mysql+pymysql://me:{quote(SECRET, safe='')}@db.example:3306/meta?ssl_key=k3y&charset=utf8mb4"
     masked = mask_url(url)
-    assert masked == "mysql+pymysql://me:***@db.example:3306/meta?charset=utf8mb4&ssl_key=***"
+    assert masked == "mysql+pymysql://me:***@db.example:3306/meta?ssl_key=***&charset=utf8mb4"
     assert "k3y" not in masked and quote(SECRET, safe="") not in masked
     assert "hunter2" not in mask_url("mysql://u:hunter2@h:notaport/x")  # unparsable still masked
 

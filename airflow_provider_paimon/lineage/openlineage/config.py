@@ -22,6 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_paimon.paimon.option_values import parse_bool
+from airflow_provider_paimon.paimon.secrets import mask_url
+
 __all__ = [
     "CONF_PREFIX",
     "DEFAULT_RETRY",
@@ -64,8 +67,7 @@ DEFAULT_RETRY: dict[str, Any] = {
     "status_forcelist": [500, 502, 503, 504],
     "allowed_methods": ["POST"],
 }
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+ENV_DISABLED = "OPENLINEAGE_DISABLED"
 
 
 @dataclass
@@ -90,17 +92,6 @@ class EmitterSettings:
         )
 
 
-def _flag(value: Any, default: bool) -> bool:
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
-
-
 def resolve_settings(
     conf: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
 ) -> EmitterSettings:
@@ -113,14 +104,14 @@ def resolve_settings(
         or env.get("OPENLINEAGE_NAMESPACE")
         or "default"
     )
-    asynchronous = _flag(conf.get(KEY_ASYNC), True)
+    asynchronous = parse_bool(conf.get(KEY_ASYNC), KEY_ASYNC, True)
 
     def off() -> EmitterSettings:
         return EmitterSettings(False, "off", namespace, asynchronous)
 
-    if not _flag(conf.get(KEY_ENABLED), True):
+    if not parse_bool(conf.get(KEY_ENABLED), KEY_ENABLED, True):
         return off()
-    if str(env.get("OPENLINEAGE_DISABLED", "")).strip().lower() == "true":
+    if parse_bool(env.get(ENV_DISABLED), f"${ENV_DISABLED}", False):
         return off()
     if conf.get(KEY_TYPE):
         return EmitterSettings(True, "paimon-conf", namespace, asynchronous, _from_paimon_conf(conf))
@@ -195,7 +186,9 @@ def _fix_spark_style(transport: dict[str, Any]) -> None:
     if isinstance(headers, dict):
         transport["custom_headers"] = {str(k): str(v) for k, v in headers.items()}
     if "continueOnFailure" in transport:
-        transport["continue_on_failure"] = _flag(transport.pop("continueOnFailure"), True)
+        transport["continue_on_failure"] = parse_bool(
+            transport.pop("continueOnFailure"), SPARK_OL_TRANSPORT_PREFIX + "continueOnFailure", True
+        )
     if transport.get("type") == "file" and "location" in transport:
         transport.setdefault("log_file_path", transport.pop("location"))
         transport.setdefault("append", True)
@@ -234,9 +227,5 @@ def describe_transport(transport: Mapping[str, Any] | None) -> str:
 
 
 def _redact_url(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" in parts.netloc:
-        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
-    return urlunsplit(parts._replace(query="", fragment="")).rstrip("/")
+    """The URL without query and fragment, its credentials masked (the secret policy)."""
+    return mask_url(url.split("?", 1)[0].split("#", 1)[0]).rstrip("/")

@@ -30,6 +30,8 @@ from typing import Any
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import get_default_factory
 
+from airflow_provider_paimon.paimon.secrets import scrub, secret_values
+
 from .config import EmitterSettings, describe_transport, resolve_settings
 from .events import PaimonJobRun
 
@@ -272,10 +274,7 @@ class PaimonLineageEmitter:
 
 
 def _scrub(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, "***")
-    return text
+    return scrub(text, secrets)
 
 
 def _make_client(settings: EmitterSettings) -> OpenLineageClient:
@@ -287,30 +286,15 @@ def _make_client(settings: EmitterSettings) -> OpenLineageClient:
     return OpenLineageClient(transport=transport)
 
 
-_SECRET_WORDS = ("key", "secret", "token", "password")
-
-
 def _config_secrets(transport: Any) -> list[str]:
-    """Values in a transport dict whose key names a credential."""
-    found: list[str] = []
-    if isinstance(transport, Mapping):
-        for key, value in transport.items():
-            if isinstance(value, Mapping):
-                found.extend(_config_secrets(value))
-            elif any(word in str(key).lower() for word in _SECRET_WORDS) and value:
-                found.append(str(value))
-    return found
+    """Secrets in a transport dict, by the package's secret policy (keys and URLs)."""
+    return secret_values(transport) if isinstance(transport, Mapping) else []
 
 
 def _env_secrets(environ: Mapping[str, str] | None) -> list[str]:
+    """Secrets in openlineage-python's environment variables (API key, URL password)."""
     env = os.environ if environ is None else environ
-    return [
-        value
-        for key, value in env.items()
-        if key.startswith("OPENLINEAGE")
-        and value
-        and any(word in key.lower() for word in _SECRET_WORDS)
-    ]
+    return secret_values({k: v for k, v in env.items() if k.startswith("OPENLINEAGE")})
 
 
 def _client_secrets(client: OpenLineageClient | None) -> list[str]:

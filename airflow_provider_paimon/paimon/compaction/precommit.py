@@ -21,6 +21,7 @@ from typing import Any
 
 from pypaimon.write.commit_message import CommitMessage
 
+from ..option_values import bool_option
 from .options import CompactionOptions
 from .plan import check_compactable
 from .rewrite import FILE_SOURCE_APPEND, delete_files, rewrite_files
@@ -33,7 +34,7 @@ PRECOMMIT_COMPACT = "precommit-compact"
 
 def precommit_enabled(options: Mapping[str, Any] | None) -> bool:
     """Whether write options ask for pre-commit merging (``precommit-compact=true``)."""
-    return str((options or {}).get(PRECOMMIT_COMPACT, "false")).strip().lower() == "true"
+    return bool_option(options or {}, PRECOMMIT_COMPACT, False)
 
 
 def merge_commit_messages(
