@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.catalog import load_table
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, TableNotFoundError
+from airflow_provider_paimon.paimon.partitions import parse_partition_spec
 
 from .options import PaimonOptions
 from .tables import catalog_for, latest_snapshot_id, open_table
@@ -116,16 +117,22 @@ def _check_keys(opts: PaimonOptions, table: Any) -> None:
             )
 
 
-def _static_partition(opts: PaimonOptions, table: Any) -> dict[str, str] | None:
+def _static_partition(opts: PaimonOptions, table: Any) -> dict[str, Any] | None:
+    """The ``overwrite-partition`` spec with each value parsed by its column's type.
+
+    pypaimon compares the spec with the typed values of the written partitions
+    (``datetime.date`` for a DATE, ``Decimal`` for a DECIMAL...), so text would never
+    match and the commit would fail after the whole job ran; a value the column
+    cannot hold is refused here, before any task writes a file.
+    """
     spec = opts.overwrite_partition
     if spec is None:
         return None
     keys = list(table.partition_keys or [])
-    unknown = [k for k in spec if k not in keys]
-    if unknown:
+    if not keys:
         raise InvalidArgumentError(
-            f"option 'overwrite-partition' names {', '.join(unknown)}, which "
-            f"{'is' if len(unknown) == 1 else 'are'} not a partition column of {opts.table} "
-            f"(partition columns: {', '.join(keys) or 'none, the table is unpartitioned'})"
+            f"option 'overwrite-partition' names {', '.join(spec)}, but {opts.table} is not "
+            "partitioned (partition columns: none, the table is unpartitioned); drop the option "
+            "to overwrite the whole table"
         )
-    return dict(spec)
+    return parse_partition_spec(table, spec, what="option 'overwrite-partition'")

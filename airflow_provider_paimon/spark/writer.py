@@ -73,7 +73,8 @@ class WritePlan:
     opts: PaimonOptions
     table_arrow_schema: pa.Schema
     overwrite: bool
-    static_partition: dict[str, str] | None
+    # overwrite-partition, values typed by their columns (paimon/partitions.py)
+    static_partition: dict[str, Any] | None
     dynamic_overwrite: bool
     commit_user: str
     base_snapshot_id: int | None

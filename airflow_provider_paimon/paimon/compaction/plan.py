@@ -25,12 +25,18 @@ from typing import Any
 from pypaimon.table.bucket_mode import BucketMode
 
 from ..errors import InvalidArgumentError
+from ..partitions import (
+    DEFAULT_PARTITION_NAME,  # noqa: F401 - public name, kept here
+    default_partition_name,
+    format_partition_value,
+    format_spec,
+)
+from ..partitions import parse_partition_spec as parse_typed_spec
 from .errors import NotCompactableError, PartitionNotFoundError
 from .options import CompactionOptions
 from .scan import latest_snapshot, live_entries, partition_dict, table_name
 
 PartitionFilter = Callable[[dict[str, Any]], bool]
-DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 
 @dataclass(frozen=True)
@@ -239,10 +245,13 @@ def parse_partition_spec(text: str) -> dict[str, str]:
 def partition_spec_filter(
     table: Any, specs: list[Mapping[str, str]], snapshot: Any = None
 ) -> PartitionFilter:
-    """A filter for the partitions matching any of ``specs`` (values compared as text).
+    """A filter for the partitions matching any of ``specs`` (``{column: text}``).
 
-    Fails up front when a key is not a partition column, or when a spec matches no
-    partition of the table, so a typo never compacts nothing silently.
+    Each value is parsed by its column's Paimon type (``paimon/partitions.py``) and
+    compared with the partition's typed value, so ``dt=2026-11-03`` selects a DATE
+    partition, ``flag=true`` a BOOLEAN one and ``price=1.5`` the DECIMAL 1.50. Fails up
+    front when a key is not a partition column, a value cannot be parsed, or a spec
+    matches no partition of the table, so a typo never compacts nothing silently.
     """
     keys = list(table.partition_keys)
     if not keys:
@@ -257,24 +266,28 @@ def partition_spec_filter(
                 f"partition filter uses {unknown}, which are not partition columns "
                 f"(partition columns: {keys})"
             )
-    default_name = table.options.options.to_map().get("partition.default-name", DEFAULT_PARTITION_NAME)
+    typed = [parse_typed_spec(table, spec, what=f"partition {format_spec(spec)}") for spec in specs]
+    default_name = default_partition_name(table)
 
     def as_text(value: Any) -> str:
-        return default_name if value is None else str(value)
+        return format_partition_value(value, default_name)
+
+    def selects(spec: dict[str, Any], partition: dict[str, Any]) -> bool:
+        return all(partition[k] == v for k, v in spec.items())
 
     def matches(partition: dict[str, Any]) -> bool:
-        return any(all(as_text(partition[k]) == v for k, v in spec.items()) for spec in specs)
+        return any(selects(spec, partition) for spec in typed)
 
     snap = snapshot if snapshot is not None else latest_snapshot(table)
     existing = {tuple(e.partition.values) for e in live_entries(table, snap)}
     existing_dicts = [partition_dict(table, p) for p in existing]
-    for spec in specs:
-        if not any(all(as_text(p[k]) == v for k, v in spec.items()) for p in existing_dicts):
+    for spec, values in zip(specs, typed, strict=True):
+        if not any(selects(values, p) for p in existing_dicts):
             shown = ", ".join(
                 sorted(",".join(f"{k}={as_text(v)}" for k, v in p.items()) for p in existing_dicts)[:10]
             ) or "none"
             raise PartitionNotFoundError(
-                f"partition {','.join(f'{k}={v}' for k, v in spec.items())} does not exist in "
+                f"partition {format_spec(spec)} does not exist in "
                 f"{table_name(table)} (partitions: {shown})"
             )
     return matches
