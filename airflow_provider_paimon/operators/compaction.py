@@ -19,8 +19,14 @@ from airflow_provider_paimon.operators.base import (
     optional_int,
     optional_str,
 )
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main
 from airflow_provider_paimon.paimon.option_values import parse_bool
+from airflow_provider_paimon.paimon.partitions import (
+    default_partition_name,
+    parse_partition_values,
+    split_partition_text,
+)
 
 PartitionSpec = Mapping[str, Any] | str
 _POSITIVE_INT_OPTIONS = ("compaction.min.file-num", "compaction.max.file-num")
@@ -199,11 +205,24 @@ class CompactionOperator(PaimonSparkJobOperator):
                     f"partition {partition_arg(spec)!r} names columns that are not partition "
                     f"keys of {self.table}: {', '.join(unknown) or 'none given'} (partition keys: {known})"
                 )
+            self._check_partition_values(schema, partition_arg(spec))
         retries = optional_int(self.max_retries, "max_retries")
         if retries is not None and retries < 0:
             self.fail(f"max_retries must be >= 0, got {retries}")
         self._check_options()
         return None
+
+    def _check_partition_values(self, schema: Mapping[str, Any], text: str) -> None:
+        """Each value parses as its column's type (``dt=2026-13-45`` on a DATE fails here)."""
+        keys = schema["partition_keys"]
+        types = {f["name"]: f["type"] for f in schema["fields"] if f["name"] in keys}
+        try:
+            parse_partition_values(
+                types, split_partition_text(text), default_partition_name(schema["options"]),
+                what=f"partition {text!r}", table=self.table,
+            )
+        except InvalidArgumentError as err:
+            self.fail(str(err))
 
     def _check_options(self) -> None:
         try:

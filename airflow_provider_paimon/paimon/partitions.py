@@ -140,6 +140,19 @@ def parse_partition_value(
         ) from None
 
 
+def split_partition_text(text: str) -> dict[str, str]:
+    """``"dt=2026-11-03,hr=3"`` -> ``{"dt": "2026-11-03", "hr": "3"}`` (values still text)."""
+    spec: dict[str, str] = {}
+    for part in str(text).split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(
+                f"partition {text!r} must be KEY=VALUE[,KEY=VALUE...], e.g. 'dt=2026-11-03,hr=3'"
+            )
+        spec[key.strip()] = value
+    return spec
+
+
 def format_spec(spec: Mapping[str, Any], default_name: str = DEFAULT_PARTITION_NAME) -> str:
     """``dt=2026-11-03,hr=3``: a spec (text or typed values) as it is written."""
     return ",".join(f"{k}={format_partition_value(v, default_name)}" for k, v in spec.items())

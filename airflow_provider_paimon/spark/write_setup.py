@@ -45,7 +45,7 @@ def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> Writ
         raise InvalidArgumentError("option 'overwrite-partition' needs mode('overwrite')")
     catalog = catalog_for(opts)
     try:
-        load_table(catalog, opts.table, opts.branch)
+        stored = load_table(catalog, opts.table, opts.branch)  # without the write's options
     except TableNotFoundError as err:
         if not opts.create_table:
             raise TableNotFoundError(
@@ -57,8 +57,10 @@ def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> Writ
                 f"{err}; a table is created on main, not on branch {opts.branch!r}"
             ) from None
         create_table(catalog, opts, schema)
+        stored = load_table(catalog, opts.table, opts.branch)
     table = open_table(opts, time_travel=False, catalog=catalog)
     _check_keys(opts, table)
+    _check_partition_layout(opts, stored)
     check_write_compatible(schema, table, opts.table)
     static = _static_partition(opts, table) if overwrite else None
     write_id = str(uuid.uuid4())
@@ -114,6 +116,38 @@ def _check_keys(opts: PaimonOptions, table: Any) -> None:
             raise InvalidArgumentError(
                 f"option {kind!r} is {','.join(given)} but table {opts.table} has "
                 f"{','.join(actual) or 'none'}; keys are fixed when a table is created"
+            )
+
+
+# Table options that name partition folders. Paimon (Java and pypaimon) does not store
+# a data file's folder in the manifests: readers recompute it from the partition value
+# and these options as the table stores them. A write given a different value as a
+# dynamic option would put its files where no reader looks for them.
+PARTITION_LAYOUT_DEFAULTS = {
+    "partition.legacy-name": "true",
+    "partition.default-name": "__DEFAULT_PARTITION__",
+}
+
+
+def _check_partition_layout(opts: PaimonOptions, table: Any) -> None:
+    """Refuse a write whose options would name partition folders unlike the table.
+
+    ``table`` is the table as stored, without this write's dynamic options.
+    """
+    if not table.partition_keys:
+        return
+    stored = dict(table.table_schema.options or {})
+    for key, default in PARTITION_LAYOUT_DEFAULTS.items():
+        given = opts.table_options.get(key)
+        if given is None:
+            continue
+        have = str(stored.get(key, default))
+        same = given.strip().lower() == have.lower() if key == "partition.legacy-name" else given == have
+        if not same:
+            raise InvalidArgumentError(
+                f"option {key!r}={given!r} differs from table {opts.table}'s {have!r}: it names "
+                "the partition folders, which are fixed when a table is created (readers find "
+                f"data files by them); drop the option, or give it with 'create-table' to a new table"
             )
 
 

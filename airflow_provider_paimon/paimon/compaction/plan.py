@@ -30,6 +30,7 @@ from ..partitions import (
     default_partition_name,
     format_partition_value,
     format_spec,
+    split_partition_text,
 )
 from ..partitions import parse_partition_spec as parse_typed_spec
 from .errors import NotCompactableError, PartitionNotFoundError
@@ -230,16 +231,8 @@ def _sort_key(key: tuple) -> tuple:
 
 
 def parse_partition_spec(text: str) -> dict[str, str]:
-    """``"dt=2024-01-01,hr=3"`` -> ``{"dt": "2024-01-01", "hr": "3"}``."""
-    spec: dict[str, str] = {}
-    for part in str(text).split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise InvalidArgumentError(
-                f"partition {text!r} must be KEY=VALUE[,KEY=VALUE...], e.g. 'dt=2024-01-01,hr=3'"
-            )
-        spec[key.strip()] = value
-    return spec
+    """``"dt=2024-01-01,hr=3"`` -> ``{"dt": "2024-01-01", "hr": "3"}`` (values still text)."""
+    return split_partition_text(text)
 
 
 def partition_spec_filter(
