@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 from conftest import SECRET, set_connection
 
@@ -82,6 +83,27 @@ def test_fail_fast_submits_nothing_and_changes_nothing(wh, no_submit, cls, kwarg
     assert "nothing was submitted" in str(err.value)
     assert no_submit == []
     assert wh.files() == before
+
+
+@pytest.mark.parametrize(
+    "partition, message",
+    [
+        ("day=2026-13-45", "value '2026-13-45' of partition column 'day' is not a valid DATE"),
+        ({"day": "2026-11-03", "hr": "abc"}, "value 'abc' of partition column 'hr' is not a valid INT"),
+    ],
+)
+def test_compaction_partition_values_are_parsed_by_type(wh, no_submit, partition, message):
+    """A value its column cannot hold stops the task before spark-submit."""
+    from pypaimon import Schema
+
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("hr", pa.int32())])
+    wh.catalog.create_table("db.daily", Schema.from_pyarrow_schema(schema, partition_keys=["day", "hr"]), False)
+    before = wh.files()
+    op = CompactionOperator(task_id="t", table="db.daily", partitions=[partition])
+    with pytest.raises(PaimonPreflightError, match=message):
+        op.execute({})
+    assert no_submit == [] and wh.files() == before
+    CompactionOperator(task_id="t", table="db.daily", partitions=["day=2026-11-03,hr=7"]).preflight()
 
 
 def _dag_operator(cls, **kwargs):
