@@ -122,6 +122,21 @@ def test_overwrite_of_the_null_partition(spark, paimon_io, probe):
     assert _pypaimon_rows(probe) == [(case.target, 1), (None, 5)]
 
 
+def test_overwrite_of_some_partition_columns_replaces_every_matching_partition(spark, paimon_io, probe):
+    _, write = paimon_io
+    schema = pa.schema([("d", pa.date32()), ("hr", pa.int32()), ("id", pa.int64())])
+    probe.create(T, schema, partition_keys=["d", "hr"])
+    day, next_day = dt.date(2026, 11, 3), dt.date(2026, 11, 4)
+    probe.write_arrow(T, pa.Table.from_pylist(
+        [{"d": day, "hr": 1, "id": 1}, {"d": day, "hr": 2, "id": 2}, {"d": next_day, "hr": 1, "id": 3}],
+        schema=schema))
+    write(spark.createDataFrame([(day, 5, 9)], "d DATE, hr INT, id BIGINT"), T, mode="overwrite",
+          overwrite_partition="d=2026-11-03")
+    assert sorted((r["d"], r["hr"], r["id"]) for r in probe.read_arrow(T).to_pylist()) == [
+        (day, 5, 9), (next_day, 1, 3),
+    ]
+
+
 @pytest.mark.parametrize(
     "name, value, message",
     [
