@@ -123,11 +123,15 @@ class PaimonWriter(DataSourceArrowWriter):
             writer = self._write_builder(table).new_write()
             write_batch = writer.write_arrow
         rows = 0
+        static = self.plan.static_partition
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                write_batch(conform_batch(batch, target))
+                batch = conform_batch(batch, target)
+                if static:
+                    check_rows_in_partition(batch, static)
+                write_batch(batch)
                 rows += batch.num_rows
             messages = writer.prepare_commit()
         except BaseException:
@@ -220,6 +224,31 @@ class PaimonWriter(DataSourceArrowWriter):
                 return snapshot
             snapshot_id -= 1
         return None
+
+
+def check_rows_in_partition(batch: pa.RecordBatch, spec: dict[str, Any]) -> None:
+    """Fail the task on the first row outside the ``overwrite-partition`` partition.
+
+    pypaimon would only find such rows at the commit, after the whole job ran.
+    """
+    import pyarrow.compute as pc
+
+    from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+    from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
+
+    for column, value in spec.items():
+        values = batch.column(column)
+        if value is None:
+            outside = pc.is_valid(values)
+        else:
+            outside = pc.fill_null(pc.not_equal(values, pa.scalar(value, type=values.type)), True)
+        if pc.any(outside).as_py():
+            found = values.filter(outside)[0].as_py()
+            raise InvalidArgumentError(
+                f"option 'overwrite-partition' is {format_spec(spec)}, but the DataFrame has a row "
+                f"with {column}={format_partition_value(found)}; filter the DataFrame to that "
+                "partition, or use overwrite-mode=dynamic to replace every partition it has rows for"
+            )
 
 
 def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:

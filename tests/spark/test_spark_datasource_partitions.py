@@ -159,6 +159,17 @@ def test_unparsable_overwrite_value_is_refused_before_any_file_is_written(
     assert probe.state() == before  # no snapshot, no data file
 
 
+def test_rows_outside_the_overwritten_partition_fail_the_write_cleanly(spark, paimon_io, probe):
+    _, write = paimon_io
+    case = CASES["date"]
+    _fill(probe, case, [(case.target, 1)])
+    before = probe.state()
+    rows = spark.createDataFrame([(case.target, 10), (case.other, 11)], "p DATE, id BIGINT")
+    with pytest.raises(Exception, match="the DataFrame has a row with p=2026-11-04; filter the DataFrame"):
+        write(rows, T, mode="overwrite", overwrite_partition="p=2026-11-03")
+    assert probe.state() == before
+
+
 # --- partition folder names ----------------------------------------------------------
 
 
