@@ -43,12 +43,14 @@ CASES: dict[str, tuple[pa.DataType, Any, Any, str]] = {
 }
 
 
-def _typed_table(warehouse: str, arrow_type: pa.DataType, values: list[Any], commits: int = 3) -> Any:
+def _typed_table(warehouse: str, arrow_type: pa.DataType, values: list[Any], commits: int = 3,
+                 **options: str) -> Any:
     """``db.t`` partitioned by ``p`` of ``arrow_type``: ``commits`` small files per value."""
     schema = pa.schema([("p", arrow_type), ("id", pa.int64())])
     catalog = open_catalog(warehouse)
     catalog.create_database("db", True)
-    catalog.create_table("db.t", Schema.from_pyarrow_schema(schema, partition_keys=["p"], options=SMALL), False)
+    catalog.create_table("db.t", Schema.from_pyarrow_schema(
+        schema, partition_keys=["p"], options={**SMALL, **options}), False)
     table = reload(warehouse)
     for i in range(commits):
         rows = [{"p": v, "id": i * 100 + j} for j, v in enumerate(values)]
@@ -82,6 +84,20 @@ def test_null_partition_is_selected_by_the_default_name(warehouse):
     only = partition_spec_filter(table, [parse_partition_spec("p=__DEFAULT_PARTITION__")])
     compact(table, CompactionOptions.from_table(table), partition_filter=only)
     assert _files_per_partition(reload(warehouse)) == {target: 3, None: 1}
+
+
+@pytest.mark.parametrize("legacy, folder", [("true", "p=20760"), ("false", "p=2026-11-03")])
+def test_compacted_files_land_in_the_tables_partition_folders(warehouse, legacy, folder):
+    """Both of Paimon's folder namings: readers recompute the folder, so it must match."""
+    arrow_type, target, other, spec = CASES["date"]
+    table = _typed_table(warehouse, arrow_type, [target, other], **{"partition.legacy-name": legacy})
+    rows = row_multiset(table)
+    only = partition_spec_filter(table, [parse_partition_spec(f"p={spec}")])
+    assert compact(table, CompactionOptions.from_table(table), partition_filter=only).committed
+    table = reload(warehouse)
+    assert row_multiset(table) == rows  # plain pypaimon finds every file
+    compacted = [p for p in files_on_disk(warehouse) if "data-compact-" in p]
+    assert compacted and all(f"/{folder}/bucket-0/" in p for p in compacted)
 
 
 @pytest.mark.parametrize(
