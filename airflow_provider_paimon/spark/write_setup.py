@@ -147,7 +147,7 @@ def _check_partition_layout(opts: PaimonOptions, table: Any) -> None:
             raise InvalidArgumentError(
                 f"option {key!r}={given!r} differs from table {opts.table}'s {have!r}: it names "
                 "the partition folders, which are fixed when a table is created (readers find "
-                f"data files by them); drop the option, or give it with 'create-table' to a new table"
+                "data files by them); drop the option, or give it with 'create-table' to a new table"
             )
 
 

@@ -17,7 +17,8 @@ Failure handling:
   write's ``commit_user`` exists (then the commit did land and the files are live).
 
 Overwrite: ``mode("overwrite")`` replaces the whole table (or the partition given by
-option ``overwrite-partition``), in one OVERWRITE snapshot; with option
+option ``overwrite-partition``, its values parsed by column type on the driver; a task
+meeting a row outside it fails), in one OVERWRITE snapshot; with option
 ``overwrite-mode=dynamic`` it replaces only the partitions the DataFrame has rows for.
 """
 
@@ -31,8 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
 
 from . import commit_events, fast_append, lineage_guard
 from .options import PaimonOptions
@@ -231,11 +236,6 @@ def check_rows_in_partition(batch: pa.RecordBatch, spec: dict[str, Any]) -> None
 
     pypaimon would only find such rows at the commit, after the whole job ran.
     """
-    import pyarrow.compute as pc
-
-    from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-    from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
-
     for column, value in spec.items():
         values = batch.column(column)
         if value is None:
