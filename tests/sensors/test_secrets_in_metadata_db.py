@@ -54,6 +54,10 @@ with DAG({dag_id!r}, schedule=None) as dag:
         task_id="submit", application="/nonexistent/paimon_job.py",
         lineage_url="{{{{ var.value.paimon_lineage_url }}}}",
     )
+    # a mapped task renders through the unmapped copy: masked the same way
+    PaimonSparkSubmitOperator.partial(
+        task_id="submit_mapped", application="/nonexistent/paimon_job.py",
+    ).expand(lineage_url=["{{{{ var.value.paimon_lineage_url }}}}"])
 '''
 
 
@@ -149,4 +153,5 @@ def test_trigger_and_rendered_fields_rows_hold_no_secret(tables, lineage_db, air
     assert rendered["wait_var"]["lineage_url"] == "***"
     assert "***" in json.dumps(rendered["wait_var"]["warehouse_options"])
     assert rendered["submit"]["lineage_url"] == "***"
+    assert rendered["submit_mapped"]["lineage_url"] == "***"
     assert rendered["wait_conn"]["lineage_conn_id"] == "lineage_secret"  # non-secrets stay readable
