@@ -142,3 +142,9 @@ def test_compact_job_never_hands_where_to_spark(spark, warehouse, capsys):
     for e in live_entries(t, latest_snapshot(t)):
         per_part[e.partition.values[0]] = per_part.get(e.partition.values[0], 0) + 1
     assert per_part["a"] == 4 and per_part["b"] < 4
+
+
+def test_partition_values_kept_as_text_are_compared_as_their_type():
+    keep = where_filter("hr >= 2 AND dt = '2026-11-01'", {"hr": "INT", "dt": "DATE"})
+    assert keep({"hr": "10", "dt": "2026-11-01"}) is True  # numerically, not as text ("10" < "2")
+    assert keep({"hr": "__DEFAULT_PARTITION__", "dt": "2026-11-01"}) is False  # reads as NULL

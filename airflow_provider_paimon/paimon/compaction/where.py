@@ -432,17 +432,18 @@ def _bind(where: str, node: Node, types: Mapping[str, str]) -> Callable[[Mapping
         inner = _bind(where, node.operand, types)
         return lambda p: None if (v := inner(p)) is None else not v
     column, type_name = node.column, types[node.column]
+    get = _reader(where, column, type_name)
     if isinstance(node, IsNull):
-        return lambda p: (p[column] is not None) if node.negated else (p[column] is None)
+        return lambda p: (get(p) is not None) if node.negated else (get(p) is None)
     if isinstance(node, Compare):
         compare, value = _COMPARISONS[node.op], _convert(where, column, type_name, node.literal)
-        return lambda p: None if p[column] is None or value is None else compare(p[column], value)
+        return lambda p: None if (v := get(p)) is None or value is None else compare(v, value)
     if isinstance(node, Between):
         low = _convert(where, column, type_name, node.low)
         high = _convert(where, column, type_name, node.high)
         inside = _and([
-            lambda p: None if p[column] is None or low is None else p[column] >= low,
-            lambda p: None if p[column] is None or high is None else p[column] <= high,
+            lambda p: None if (v := get(p)) is None or low is None else v >= low,
+            lambda p: None if (v := get(p)) is None or high is None else v <= high,
         ])
         return (lambda p: None if (v := inside(p)) is None else not v) if node.negated else inside
     values = [_convert(where, column, type_name, lit) for lit in node.literals]
@@ -450,7 +451,7 @@ def _bind(where: str, node: Node, types: Mapping[str, str]) -> Callable[[Mapping
     has_null = len(known) < len(values)
 
     def in_list(p: Mapping[str, Any]) -> Truth:
-        current = p[column]
+        current = get(p)
         if current is None:
             return None
         if current in known:
@@ -458,6 +459,23 @@ def _bind(where: str, node: Node, types: Mapping[str, str]) -> Callable[[Mapping
         return None if has_null else node.negated
 
     return in_list
+
+
+def _reader(where: str, column: str, type_name: str) -> Callable[[Mapping[str, Any]], Any]:
+    """Read a partition's value of ``column`` as its type (a value kept as text is converted;
+    one that does not convert, such as ``__DEFAULT_PARTITION__``, reads as NULL)."""
+    family = _type_family(type_name)
+
+    def read(p: Mapping[str, Any]) -> Any:
+        value = p[column]
+        if isinstance(value, str) and family != "string":
+            try:
+                return _convert(where, column, type_name, Literal("string", value))
+            except InvalidArgumentError:
+                return None
+        return value
+
+    return read
 
 
 def _and(parts: list[Callable[[Mapping[str, Any]], Truth]]) -> Callable[[Mapping[str, Any]], Truth]:
