@@ -14,70 +14,33 @@ people than the DAG's author:
   worker sends them, unencrypted (Airflow 3.3). ``trigger_secret_problems`` names
   every argument that would carry a secret there, so a trigger can refuse them.
 
-What counts as secret: a URL's password and query values whose key is secret; a
-catalog option whose key is secret for this package (``hooks.paimon.is_secret_option``)
-or for Airflow's masker (``authorization``, ``access_token``, ``private_key``...).
+What counts as secret is the package's one secret policy (``paimon/secrets.py``): a
+URL's password and secret query values, a catalog option whose key names a credential
+(``password``, ``secret``, ``token``, ``key``, ``auth``, ``header.*``...) or whose
+value is a URL carrying one.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
-from airflow_provider_paimon.hooks.paimon import is_secret_option
-
-#: key fragments Airflow's masker treats as sensitive (its DEFAULT_SENSITIVE_FIELDS and
-#: more), checked on keys normalised as it does (non-word characters -> ``_``)
-_AIRFLOW_SENSITIVE = (
-    "access_key", "access_token", "api_key", "apikey", "auth_header", "authorization",
-    "bearer", "connection_string", "credential", "dsn", "passphrase", "passwd", "password",
-    "private_key", "secret", "token",
-)
-
-
-def is_secret_key(key: str) -> bool:
-    """True when the value under ``key`` (a catalog option, a URL query key) is a secret."""
-    normalized = re.sub(r"\W+", "_", str(key).strip().lower())
-    return is_secret_option(str(key)) or any(s in normalized for s in _AIRFLOW_SENSITIVE)
+from airflow_provider_paimon.paimon.secrets import is_secret, secret_values, secrets_in_text
 
 
 def secret_option_keys(options: Mapping[str, Any] | None) -> list[str]:
     """The keys of ``options`` whose values are secrets (sorted)."""
-    return sorted(str(k) for k, v in (options or {}).items() if is_secret_key(str(k)) and v not in (None, ""))
+    return sorted(
+        str(k) for k, v in (options or {}).items()
+        if v not in (None, "") and is_secret(str(k), v if isinstance(v, str) else str(v))
+    )
 
 
 def url_secrets(url: Any) -> list[str]:
-    """The secret parts of a SQLAlchemy URL (or any URL): password, secret query values.
-
-    Each is returned as written and, when different, percent-decoded. A string that
-    does not parse as a URL yields nothing here (callers that must be sure use
-    ``url_has_secret``).
-    """
-    text = str(url or "").strip()
-    if not text:
-        return []
-    found: list[str] = []
-    try:
-        from sqlalchemy.engine import make_url
-
-        parsed = make_url(text)
-        if parsed.password:
-            found.append(str(parsed.password))
-        for key, value in parsed.query.items():
-            if is_secret_key(key):
-                found.extend([value] if isinstance(value, str) else list(value))
-    except Exception:  # noqa: BLE001 - not a SQLAlchemy URL: try a plain URL below
-        pass
-    try:
-        parts = urlsplit(text)
-        if parts.password:
-            found.append(parts.password)
-    except ValueError:
-        pass
+    """The secret parts of a URL (password, secret query values), as written and decoded."""
     out: list[str] = []
-    for secret in found:
+    for secret in secrets_in_text(str(url or "").strip()):
         for form in (secret, unquote(secret)):
             if form and form not in out:
                 out.append(form)
@@ -85,7 +48,8 @@ def url_secrets(url: Any) -> list[str]:
 
 
 def url_has_secret(url: Any) -> bool:
-    """True when ``url`` carries a password or secret query value, or cannot be parsed at all."""
+    """True when ``url`` carries a password or secret query value, or is no SQLAlchemy URL
+    at all (then nobody can tell what part of it is a password)."""
     text = str(url or "").strip()
     if not text:
         return False
@@ -118,9 +82,9 @@ def mask_url(url: Any) -> None:
 
 
 def mask_options(options: Any) -> None:
-    """Mask the values of the secret keys of a mapping of catalog options."""
+    """Mask the secrets in a mapping of catalog options (secret keys' values, URL passwords)."""
     if isinstance(options, Mapping):
-        mask_values(options[k] for k in secret_option_keys(options))
+        mask_values(secret_values(options))
 
 
 class MaskRenderedSecrets:

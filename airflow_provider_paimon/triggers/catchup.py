@@ -219,12 +219,11 @@ def trigger_secret_problems(check: dict[str, Any]) -> list[str]:
 
     Never echoes the secret: each entry names the argument (and the option keys).
     """
-    from urllib.parse import urlsplit
-
     from airflow_provider_paimon.operators.templated_secrets import (
         secret_option_keys,
         url_has_secret,
     )
+    from airflow_provider_paimon.paimon.secrets import secrets_in_text
 
     problems = []
     if url_has_secret(check.get("lineage_url")):
@@ -232,12 +231,7 @@ def trigger_secret_problems(check: dict[str, Any]) -> list[str]:
     keys = secret_option_keys(check.get("warehouse_options"))
     if keys:
         problems.append(f"warehouse_options holds secrets ({', '.join(keys)})")
-    warehouse = str(check.get("warehouse") or "")
-    try:
-        has_credentials = bool(urlsplit(warehouse).password)
-    except ValueError:
-        has_credentials = False
-    if has_credentials:
+    if secrets_in_text(str(check.get("warehouse") or "")):
         problems.append("the warehouse URI carries credentials")
     return problems
 
