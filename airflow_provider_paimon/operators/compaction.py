@@ -19,6 +19,7 @@ from airflow_provider_paimon.operators.base import (
     optional_int,
     optional_str,
 )
+from airflow_provider_paimon.paimon.compaction.where import check_where
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main
 from airflow_provider_paimon.paimon.option_values import parse_bool
@@ -123,7 +124,10 @@ class CompactionOperator(PaimonSparkJobOperator):
     :param branch: compact this branch instead of main (templated).
     :param partitions: only these partitions: dicts ``{"dt": "2026-11-01"}`` or strings
         ``"dt=2026-11-01,hr=3"`` (templated).
-    :param where: a partition filter expression instead of ``partitions`` (templated).
+    :param where: a partition predicate instead of ``partitions`` (templated): partition
+        columns compared with literals, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``, joined by
+        ``AND``/``OR``/``NOT``; anything else (functions, subqueries, other columns) is
+        refused before submitting (``paimon/compaction/where.py``).
     :param options: per-run overrides of table options, e.g. ``target-file-size``,
         ``compaction.small-file-ratio``, ``compaction.min.file-num`` (templated).
     :param dry_run: plan and report, commit nothing.
@@ -206,6 +210,7 @@ class CompactionOperator(PaimonSparkJobOperator):
                     f"keys of {self.table}: {', '.join(unknown) or 'none given'} (partition keys: {known})"
                 )
             self._check_partition_values(schema, partition_arg(spec))
+        self._check_where(schema)
         retries = optional_int(self.max_retries, "max_retries")
         if retries is not None and retries < 0:
             self.fail(f"max_retries must be >= 0, got {retries}")
@@ -223,6 +228,22 @@ class CompactionOperator(PaimonSparkJobOperator):
             )
         except InvalidArgumentError as err:
             self.fail(str(err))
+
+    def _check_where(self, schema: Mapping[str, Any]) -> None:
+        """Refuse a ``where`` outside the whitelist (partition columns vs literals) before submitting.
+
+        ``where`` is often templated from params, so whoever can trigger the DAG writes
+        it: it must never reach Spark SQL as text (``reflect(...)`` would run on the
+        driver). The job checks it again and evaluates it itself.
+        """
+        where = optional_str(self.where)
+        if where is None:
+            return
+        types = {f["name"]: f["type"] for f in schema["fields"]}
+        try:
+            check_where(where, {key: types[key] for key in schema["partition_keys"]})
+        except InvalidArgumentError as err:
+            self.fail(str(err).removesuffix("; nothing is submitted or changed"))
 
     def _check_options(self) -> None:
         try:

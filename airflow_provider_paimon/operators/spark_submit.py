@@ -27,6 +27,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
+from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
 
 #: the capture's Spark conf keys (spark/lineage_config.py); the URL travels in the env
 LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
@@ -35,7 +36,7 @@ LINEAGE_DATABASE = "spark.paimon.lineage.database"
 LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
 
 
-class PaimonSparkSubmitOperator(BaseOperator):
+class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     """Run a PySpark application with the ``paimon`` data source and lineage capture.
 
     :param application: path of the ``.py`` application (templated).
@@ -43,7 +44,8 @@ class PaimonSparkSubmitOperator(BaseOperator):
     :param lineage_conn_id: a ``paimon_lineage`` connection: turn the lineage capture on
         and record into that store (preferred: the password stays in the connection).
     :param lineage_url: or the store's SQLAlchemy URL (templated); blank: no capture
-        unless ``lineage_conn_id`` is given.
+        unless ``lineage_conn_id`` is given. Its password is masked as soon as it is
+        rendered, so Airflow stores the rendered field as ``***``.
     :param lineage_database: the store's system database (MySQL) / schema (PostgreSQL).
     :param lineage_job: the job's name in the lineage store (templated); default: the
         Spark application name, which defaults to ``{dag_id}.{task_id}``.
@@ -65,6 +67,8 @@ class PaimonSparkSubmitOperator(BaseOperator):
         "conf",
     )
     template_fields_renderers = {"conf": "json", "application_args": "json"}
+    #: masked as soon as rendered, so the stored rendered fields show ``***``
+    secret_url_fields = ("lineage_url",)
     ui_color = "#fde8c8"
 
     def __init__(
@@ -115,17 +119,14 @@ class PaimonSparkSubmitOperator(BaseOperator):
         from sqlalchemy.engine import make_url
 
         try:
-            parsed = make_url(url)
+            make_url(url)
         except Exception:  # noqa: BLE001 - any parse failure is a bad argument
             # not echoed: an unparsable URL cannot be masked and may hold a password
             raise AirflowFailException(
                 "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
                 "host/database or sqlite:////path); nothing was submitted"
             ) from None
-        if parsed.password:
-            from airflow.sdk.log import mask_secret
-
-            mask_secret(str(parsed.password))
+        mask_url(url)  # already masked when rendered; again for a URL set after rendering
         return url, database
 
     def spark_conf(self, context: Context, lineage_on: bool, database: str | None) -> dict[str, Any]:

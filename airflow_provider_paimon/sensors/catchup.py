@@ -29,11 +29,17 @@ from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
+from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.catchup import is_transient
-from airflow_provider_paimon.triggers.catchup import CatchUpChecker, SnapshotCatchUpTrigger
+from airflow_provider_paimon.triggers.catchup import (
+    CatchUpChecker,
+    SnapshotCatchUpTrigger,
+    refuse_secrets_message,
+    trigger_secret_problems,
+)
 
 
-class SnapshotCatchUpSensor(BaseSensorOperator):
+class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
     """Succeed when, for every source the job reads, consumed >= latest - max_lag_snapshots.
 
     :param table: the table (``db.table``) the job writes.
@@ -58,7 +64,14 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
         "not caught up" instead of failing (for a job launched in parallel with this
         sensor); a wrong job name then waits until ``timeout``.
     :param deferrable: wait in the triggerer instead of a worker (default: Airflow's
-        ``[operators] default_deferrable``).
+        ``[operators] default_deferrable``). Airflow stores trigger arguments in clear,
+        so a deferrable sensor refuses (fails at once, before any check) a
+        ``lineage_url`` with a password, secret ``warehouse_options`` or a warehouse
+        URI with credentials: give them through ``lineage_conn_id`` / ``paimon_conn_id``,
+        which the triggerer resolves itself.
+
+    Secrets in ``lineage_url`` and ``warehouse_options`` (e.g. from Variables) are
+    masked when the fields are rendered, so the Rendered Template tab shows ``***``.
 
     Unknown table, branch, job or consumer, a source the job never read, or a store that
     refuses the connection fail the task at once (no retries); a store or warehouse that
@@ -79,6 +92,9 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
         "lineage_url",
         "lineage_database",
     )
+    #: masked as soon as rendered, so the stored rendered fields show ``***``
+    secret_url_fields = ("lineage_url",)
+    secret_option_fields = ("warehouse_options",)
     ui_color = "#c8e6f5"
 
     def __init__(
@@ -153,6 +169,10 @@ class SnapshotCatchUpSensor(BaseSensorOperator):
                 return super().execute(context)
             finally:
                 self._close()
+        # Refuse before any work: the trigger's arguments are stored in clear.
+        problems = trigger_secret_problems(self.check_kwargs())
+        if problems:
+            raise AirflowFailException(refuse_secrets_message(problems))
         # Check once on the worker: a job that has already caught up needs no trigger.
         try:
             done = self.poke(context)

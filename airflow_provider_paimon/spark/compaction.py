@@ -1,4 +1,4 @@
-"""Spark side of compaction: rewrite bins on executors, evaluate ``where`` filters.
+"""Spark side of compaction: rewrite bins on executors.
 
 The driver plans and commits (``airflow_provider_paimon.paimon.compaction``); this
 module only fans the rewrite out. Each Spark task gets a few pickled bins, loads the
@@ -16,7 +16,7 @@ from typing import Any
 from ..paimon.catalog import load_table, open_catalog
 from ..paimon.compaction.plan import CompactionBin, PartitionFilter
 from ..paimon.compaction.rewrite import FILE_SOURCE_COMPACT, rewrite_files
-from ..paimon.compaction.scan import latest_snapshot, live_entries, table_name
+from ..paimon.compaction.scan import table_name
 from ..paimon.errors import InvalidArgumentError
 
 # (warehouse, catalog options, "db.t", branch) -> table, per Python worker process
@@ -86,38 +86,18 @@ def _table(spec: tuple) -> Any:
 
 
 def where_partition_filter(spark: Any, table: Any, where: str) -> PartitionFilter:
-    """Evaluate the SQL predicate ``where`` over the table's partitions with Spark.
+    """The partitions of ``table`` selected by the predicate ``where``.
 
-    The predicate may only use partition columns (compaction rewrites whole files, so
-    a row-level filter cannot apply); anything Spark SQL accepts works (``dt >=
-    '2024-01-01' AND hr IN (1, 2)``). The partitions are those alive now; partitions
-    created later are not matched (a retry re-plans, but keeps this set).
+    ``where`` is parsed against the whitelist of ``paimon.compaction.where`` (partition
+    columns compared with literals) and evaluated in Python: it is never handed to
+    Spark SQL, which would run anything (``reflect(...)``, subqueries). ``spark`` is
+    unused and kept for callers of this signature.
     """
-    keys = list(table.partition_keys)
-    if not keys:
+    from ..paimon.compaction.where import table_partition_types, where_filter
+
+    if not list(table.partition_keys):
         raise InvalidArgumentError(
             f"table {table_name(table)} is not partitioned; --where filters partition "
             "columns only, drop it"
         )
-    import pyarrow as pa
-    from pypaimon.schema.data_types import PyarrowFieldParser
-
-    schema = pa.schema(
-        [PyarrowFieldParser.from_paimon_field(f) for f in table.partition_keys_fields]
-    )
-    partitions = sorted(
-        {tuple(e.partition.values) for e in live_entries(table, latest_snapshot(table))},
-        key=lambda p: tuple("" if v is None else str(v) for v in p),
-    )
-    data = pa.Table.from_pylist([dict(zip(keys, p, strict=True)) for p in partitions], schema=schema)
-    df = spark.createDataFrame(data)
-    try:
-        matched_rows = df.filter(where).collect()
-    except Exception as err:  # noqa: BLE001 - AnalysisException / ParseException
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InvalidArgumentError(
-            f"--where {where!r} is not a valid filter on the partition columns {keys} of "
-            f"{table_name(table)}: {first}"
-        ) from None
-    matched = {tuple(row[k] for k in keys) for row in matched_rows}
-    return lambda partition: tuple(partition[k] for k in keys) in matched
+    return where_filter(where, table_partition_types(table))

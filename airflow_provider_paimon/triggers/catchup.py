@@ -13,7 +13,10 @@ triggerer's event loop never blocks. The trigger ends with exactly one event who
 
 Transient failures (store or warehouse unreachable) are logged and retried at the next
 poll. Only connection ids, never secrets, are serialized: the trigger resolves them in
-the triggerer, like the sensor does on the worker.
+the triggerer, like the sensor does on the worker. Airflow stores trigger arguments
+unencrypted in its ``trigger`` table, so the trigger refuses arguments that carry a
+secret (a ``lineage_url`` with a password, secret ``warehouse_options``, a warehouse
+URI with credentials): see ``trigger_secret_problems``.
 """
 
 from __future__ import annotations
@@ -211,12 +214,45 @@ def lineage_url_from_connection(conn_id: str) -> tuple[Any, str | None]:
     return hook.get_url(), hook.get_database()
 
 
+def trigger_secret_problems(check: dict[str, Any]) -> list[str]:
+    """What in the check's arguments is a secret that must not be serialized (empty: none).
+
+    Never echoes the secret: each entry names the argument (and the option keys).
+    """
+    from airflow_provider_paimon.operators.templated_secrets import (
+        secret_option_keys,
+        url_has_secret,
+    )
+    from airflow_provider_paimon.paimon.secrets import secrets_in_text
+
+    problems = []
+    if url_has_secret(check.get("lineage_url")):
+        problems.append("lineage_url carries a password (or cannot be parsed)")
+    keys = secret_option_keys(check.get("warehouse_options"))
+    if keys:
+        problems.append(f"warehouse_options holds secrets ({', '.join(keys)})")
+    if secrets_in_text(str(check.get("warehouse") or "")):
+        problems.append("the warehouse URI carries credentials")
+    return problems
+
+
+def refuse_secrets_message(problems: list[str]) -> str:
+    """The error for a deferral whose trigger would store secrets, and how to fix it."""
+    return (
+        f"cannot defer: {'; '.join(problems)}. Airflow stores trigger arguments unencrypted "
+        "in its metadata database, so a deferrable catch-up wait takes secrets from "
+        "connections only: put the store URL in a 'paimon_lineage' connection "
+        "(lineage_conn_id) and catalog credentials in a 'paimon' connection "
+        "(paimon_conn_id), or wait on a worker with deferrable=False"
+    )
+
+
 class SnapshotCatchUpTrigger(BaseTrigger):
     """Poll the catch-up check every ``poll_interval`` seconds until done or ``deadline``.
 
     :param check: the check's arguments (``CatchUpChecker`` keyword arguments: table,
         branch, job or consumer_id, sources, max_lag_snapshots, warehouse, conn ids,
-        lineage URL/database); plain JSON values only.
+        lineage URL/database); plain JSON values only, and no secrets (``ValueError``).
     :param poll_interval: seconds between checks.
     :param deadline: epoch seconds after which the trigger reports ``timeout``;
         ``None`` waits for ever (the task's own deferral timeout still applies).
@@ -229,6 +265,9 @@ class SnapshotCatchUpTrigger(BaseTrigger):
         deadline: float | None = None,
     ) -> None:
         super().__init__()
+        problems = trigger_secret_problems(check)
+        if problems:
+            raise ValueError(refuse_secrets_message(problems))
         self.check = dict(check)
         self.poll_interval = float(poll_interval)
         self.deadline = None if deadline is None else float(deadline)

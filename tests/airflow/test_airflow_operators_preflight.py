@@ -71,6 +71,15 @@ CASES = [
     (CompactionOperator, dict(table="db.events", options={"target-file-size": "-5 mb"}), "must not be negative"),
     (CompactionOperator, dict(table="db.events", max_retries=-1), "max_retries must be >= 0"),
     (CompactionOperator, dict(table="db.events", partitions=["dt=x"], where="dt > 'a'"), "either partitions or where"),
+    # where is whitelisted: partition columns vs literals, nothing Spark SQL would run
+    (CompactionOperator, dict(table="db.events", where="reflect('java.lang.System', 'exit', 1) IS NULL"),
+     r"function calls are not allowed \(reflect"),
+    (CompactionOperator, dict(table="db.events", where="dt = reflect('java.lang.System', 'exit', 1)"),
+     r"function calls are not allowed \(reflect"),
+    (CompactionOperator, dict(table="db.events", where="dt IN (SELECT dt FROM db.events)"), "subqueries are not allowed"),
+    (CompactionOperator, dict(table="db.events", where="1=1; DROP TABLE db.events"), "semicolon"),
+    (CompactionOperator, dict(table="db.events", where="v = 'r1'"), "'v' is not a partition column.*partition columns: dt"),
+    (CompactionOperator, dict(table="db.events", where="dt = '2026-11-01' -- x"), "comments are not allowed"),
 ]
 
 
@@ -172,6 +181,8 @@ def test_connection_password_stays_off_the_command_line(wh, monkeypatch):
          ["--branch", "fix", "--partition", "dt=2026-11-01", "--partition", "dt=2026-11-02",
           "--option", "target-file-size=64 mb", "--dry-run", "--max-retries", "2"]),
         (CompactionOperator, dict(where="dt > '2026'"), ["--where", "dt > '2026'"]),
+        (CompactionOperator, dict(where="dt IN ('2026-11-01', '2026-11-02') AND NOT dt IS NULL"),
+         ["--where", "dt IN ('2026-11-01', '2026-11-02') AND NOT dt IS NULL"]),
     ],
 )
 def test_job_arguments(wh, cls, kwargs, expected):

@@ -309,3 +309,55 @@ def test_connections_resolved_where_the_check_runs(setup, monkeypatch):
     record(store, 2, src=3, src2=3)
     event = asyncio.run(_first_event(trigger))
     assert event.payload["status"] == "success"
+
+
+SECRET_URL = "postgresql+psycopg2://paimon:S3cretLineagePw@127.0.0.1:5432/lineage"
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        (dict(lineage_url=SECRET_URL), "lineage_url carries a password"),
+        (dict(lineage_url="postgresql+psycopg2://paimon@127.0.0.1/l?password=S3cretLineagePw"),
+         "lineage_url carries a password"),
+        (dict(warehouse_options={"s3.secret-key": "S3cretLineagePw", "s3.endpoint": "http://x"}),
+         "warehouse_options holds secrets (s3.secret-key)"),
+        (dict(warehouse_options={"header.Authorization": "Bearer S3cretLineagePw"}),
+         "warehouse_options holds secrets (header.Authorization)"),
+        (dict(warehouse="s3://AKIA:S3cretLineagePw@bucket/wh"), "the warehouse URI carries credentials"),
+    ],
+)
+def test_deferrable_sensor_refuses_secrets_in_its_trigger(setup, kwargs, named):
+    """Airflow stores trigger arguments in clear: secrets must come from connections."""
+    tables, _store, url = setup
+    s = sensor(tables, url, deferrable=True, **kwargs)
+    with pytest.raises(AirflowFailException) as err:
+        s.execute({})
+    message = str(err.value)
+    assert named in message and "lineage_conn_id" in message and "deferrable=False" in message
+    assert "S3cretLineagePw" not in message
+    with pytest.raises(ValueError, match="cannot defer") as err:
+        SnapshotCatchUpTrigger(check=s.check_kwargs())
+    assert "S3cretLineagePw" not in str(err.value)
+
+
+def test_non_secret_arguments_still_defer(setup):
+    tables, _store, url = setup
+    trigger = _defer(sensor(tables, url, deferrable=True,
+                            warehouse_options={"s3.endpoint": "http://127.0.0.1:9000", "metastore": "filesystem"}))
+    assert trigger.check["warehouse_options"]["s3.endpoint"] == "http://127.0.0.1:9000"
+    assert trigger.check["lineage_url"] == url  # a SQLite file: nothing secret in it
+
+
+def test_rendering_masks_secrets_of_templated_fields(setup):
+    """Masks are registered when fields are rendered, before Airflow stores them."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    tables, _store, _url = setup
+    url = SECRET_URL.replace("S3cretLineagePw", "RenderOnlyPw4411")
+    s = sensor(tables, "{{ params.url }}", warehouse_options={"fs.oss.accessKeySecret": "{{ params.key }}"})
+    assert "RenderOnlyPw4411" in str(redact(url))  # not known to the masker before rendering
+    s.render_template_fields({"params": {"url": url, "key": "OssSecretValue77"}})
+    assert s.lineage_url == url  # the task itself still sees the real value
+    assert redact(s.lineage_url) == "***" and "RenderOnlyPw4411" not in str(redact(f"x {url} y"))
+    assert "OssSecretValue77" not in str(redact({"opts": s.warehouse_options}))

@@ -8,7 +8,7 @@ Prints ``PAIMON_RESULT {json}`` with ``files_before``, ``bytes_before``,
 ``files_after``, ``bytes_after``, ``snapshot_id`` (null when nothing was committed),
 ``committed``, ``duration_s``, ``bins``, ``message`` (and ``plan`` on a dry run).
 Bad input (unknown table, branch or partition, a primary-key table, nonsensical
-options) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
+options, a ``--where`` outside the whitelist of ``paimon/compaction/where.py``) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ...paimon.catalog import load_table, open_catalog
 from ...paimon.compaction.options import CompactionOptions
 from ...paimon.compaction.plan import check_compactable, parse_partition_spec, partition_spec_filter
 from ...paimon.compaction.runner import compact
+from ...paimon.compaction.where import table_partition_types, where_filter
 from ...paimon.errors import InvalidArgumentError
 from .common import ArgumentError, catalog_options, new_parser, parse_key_values, run_job
 
@@ -37,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--where", default=None, metavar="EXPR",
-        help="Spark SQL predicate on partition columns selecting partitions to compact",
+        help="predicate on partition columns selecting partitions to compact: comparisons "
+        "with literals, IN, BETWEEN, IS [NOT] NULL, AND/OR/NOT (no functions or subqueries)",
     )
     parser.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE",
@@ -70,13 +72,12 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     if args.partition:
         specs = [parse_partition_spec(p) for p in args.partition]
         partition_filter = partition_spec_filter(table, specs)
-    spark = spark or _spark_session()
     if args.where is not None:
         if not args.where.strip():
             raise InvalidArgumentError("--where must not be blank")
-        from ..compaction import where_partition_filter
-
-        partition_filter = where_partition_filter(spark, table, args.where)
+        # parsed against a whitelist and evaluated in Python: the text never reaches Spark SQL
+        partition_filter = where_filter(args.where, table_partition_types(table))
+    spark = spark or _spark_session()
 
     from ..compaction import SparkBinRewriter
 
