@@ -44,25 +44,40 @@ class PaimonDataSource(DataSource):
         from .reader import PaimonReader
 
         opts = self.paimon_options
-        full = table_spark_schema(open_table(opts))
-        check_read_schema(schema, full, opts.table)
+        table = open_table(opts)
+        check_read_schema(schema, table_spark_schema(table), opts.table)
+        if opts.partition_filter:
+            from .partition_pruning import check_partition_filter
+
+            check_partition_filter(table, opts.partition_filter, opts.table)
         return PaimonReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .write_setup import plan_write
         from .writer import PaimonWriter
 
-        return PaimonWriter(plan_write(self.paimon_options, schema, overwrite))
+        return PaimonWriter(plan_write(_batch_read_options_refused(self.paimon_options, "a write"), schema, overwrite))
 
     def streamReader(self, schema: StructType) -> Any:  # noqa: N802 - Spark's name
         from . import streaming_reader  # written separately; imported only for streams
 
-        return streaming_reader.create_stream_reader(self.paimon_options, schema)
+        opts = _batch_read_options_refused(self.paimon_options, "a streaming read")
+        return streaming_reader.create_stream_reader(opts, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
         from . import streaming_writer  # written separately; imported only for streams
 
-        return streaming_writer.create_stream_writer(self.paimon_options, schema, overwrite)
+        opts = _batch_read_options_refused(self.paimon_options, "a streaming write")
+        return streaming_writer.create_stream_writer(opts, schema, overwrite)
+
+
+def _batch_read_options_refused(opts: PaimonOptions, what: str) -> PaimonOptions:
+    """``partition-filter`` narrows batch reads only; elsewhere it would be silently ignored."""
+    if opts.partition_filter:
+        raise InvalidArgumentError(
+            f"option 'partition-filter' applies to batch reads only, not to {what}; remove it"
+        )
+    return opts
 
 
 def select_columns(full: StructType, columns: list[str], table: str) -> StructType:

@@ -36,6 +36,7 @@ OWN_OPTIONS = frozenset(
         "read.min-partitions",
         "read.partition-target-size",
         "filter-pushdown",
+        "partition-filter",
         "path",
         # streaming (interpreted by the streaming modules)
         "scan.mode",
@@ -90,6 +91,7 @@ class PaimonOptions:
     columns: list[str] = field(default_factory=list)
     min_partitions: int | None = None
     partition_target_size: int | None = None
+    partition_filter: str | None = None
     # events
     event_listeners: list[str] = field(default_factory=list)
     event_log: str | None = None
@@ -169,6 +171,12 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
     }
     branch = opts.get("branch", "").strip() or None
     _refuse_filter_pushdown(opts)
+    partition_filter = opts.get("partition-filter")
+    if partition_filter is not None and not partition_filter.strip():
+        raise InvalidArgumentError(
+            "option 'partition-filter' is blank; give a predicate over partition columns, "
+            "e.g. \"dt >= DATE '2026-11-01'\", or leave the option out"
+        )
     return PaimonOptions(
         warehouse=warehouse,
         table=table,
@@ -186,6 +194,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         columns=_names(opts, "columns"),
         min_partitions=int_option(opts, "read.min-partitions", minimum=1),
         partition_target_size=int_option(opts, "read.partition-target-size", minimum=1),
+        partition_filter=partition_filter.strip() if partition_filter else None,
         event_listeners=_names(opts, "event-listeners"),
         event_log=opts.get("event-log", "").strip() or None,
         raw=opts,

@@ -13,6 +13,10 @@ that has no pushable filter (``df.count()``, ``collect()``, a write) reuses that
 pruned plan and silently loses rows. A reader therefore never narrows its plan with
 filters Spark pushed for one query; Spark evaluates every filter itself.
 
+Pruning that belongs to the DataFrame is fine: option ``partition-filter`` (a
+whitelisted predicate over partition columns, ``partition_pruning.py``) is part of
+the read's definition, so every query on the DataFrame reads the same partitions.
+
 Column projection: Spark 4.x does not tell a Python data source which columns a
 query needs (``PythonScanBuilder`` has no ``pruneColumns``), so the reader reads the
 schema it was created with. Read fewer columns with option ``columns`` (``"a,b"``)
@@ -31,6 +35,7 @@ from pyspark.sql.types import StructType
 
 from . import commit_events, filters
 from .options import PaimonOptions
+from .partition_pruning import select_partitions
 from .tables import open_table
 from .types import conform_batch, spark_to_arrow_schema
 
@@ -104,7 +109,10 @@ class PaimonReader(DataSourceReader):
         if predicate is not None:
             builder = builder.with_filter(predicate)
         plan = builder.new_scan().plan()
-        return list(plan.splits()), getattr(plan, "snapshot_id", None)
+        splits = list(plan.splits())
+        if self.opts.partition_filter:
+            splits = select_partitions(table, splits, self.opts.partition_filter)
+        return splits, getattr(plan, "snapshot_id", None)
 
     def partitions(self) -> Sequence[InputPartition]:
         splits, snapshot_id = self.plan()

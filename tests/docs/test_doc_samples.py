@@ -29,18 +29,19 @@ def test_datasource_page(spark, warehouse, tmp_path, monkeypatch):
 
     monkeypatch.setattr(session, "local_session", lambda *a, **k: spark)  # the shared session
     blocks = _python_blocks("datasource.md")
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     uri = Path(warehouse).as_uri()
     ns: dict = {}
     _run(blocks[0].replace("file:///data/warehouse", uri), "datasource.md:1", ns)
     _run(blocks[1], "datasource.md:2", ns)  # the filter that used to leak into later queries
     assert ns["df"].count() == 100
-    _run(blocks[2], "datasource.md:3", ns)
+    _run(blocks[2], "datasource.md:3", ns)  # partition-filter
+    _run(blocks[3], "datasource.md:4", ns)
     events = tmp_path / "events.jsonl"
     events.write_text("")
     seen: list = []
     ns.update(callback=seen.append, path=str(events))
-    _run(blocks[3], "datasource.md:4", ns)
+    _run(blocks[4], "datasource.md:5", ns)
     assert ns["orders"].count() == 1
 
 

@@ -102,7 +102,11 @@ def world(spark, tmp_path_factory) -> dict[str, Any]:
     def reference(*paths: str) -> Any:
         return spark.read.schema(SCHEMA).parquet(*paths)
 
+    # an unpartitioned table, for the options that need partitions
+    write(commits[0][:5], "diff.plain", SCHEMA, **{"create-table": "true"})
+
     world = {
+        "warehouse": wh,
         "paimon": paimon,
         "reference": reference,
         "parquet": parquet,
@@ -183,3 +187,72 @@ def test_filter_pushdown_true_is_refused(spark, world):
     with pytest.raises((PySparkException, Exception), match="filter-pushdown"):
         world["paimon"](**{"filter-pushdown": "maybe"}).count()
     assert world["paimon"](**{"filter-pushdown": "false"}).count() == len(world["rows"])
+
+
+def _partition_predicate(rng: random.Random, depth: int = 2) -> str:
+    """A predicate in the ``partition-filter`` grammar that Spark SQL reads the same way."""
+    if depth == 0 or rng.random() < 0.4:
+        atom = rng.choice(
+            [
+                f"p {rng.choice(['=', '<>', '<', '>='])} '{rng.choice(['north', 'south', 'east', 'west'])}'",
+                f"q {rng.choice(['=', '<>', '<', '<=', '>', '>='])} {rng.randint(0, 4)}",
+                f"q {rng.choice(['IN', 'NOT IN'])} ({', '.join(str(rng.randint(1, 3)) for _ in range(2))})",
+                f"q BETWEEN {rng.randint(0, 2)} AND {rng.randint(1, 4)}",
+                f"p IN ('north', '{rng.choice(['east', 'nowhere'])}')",
+                "p IS NOT NULL",
+            ]
+        )
+        return f"NOT ({atom})" if rng.random() < 0.2 else atom
+    return f"({_partition_predicate(rng, depth - 1)} {rng.choice(['AND', 'OR'])} {_partition_predicate(rng, depth - 1)})"
+
+
+@pytest.mark.parametrize("seed", range(5000, 5000 + max(6, N // 10)))
+def test_partition_filter_option_prunes_exactly(spark, world, seed):
+    """``partition-filter`` is pruning bound to the DataFrame: same rows as Spark's WHERE, every query."""
+    rng = random.Random(seed)
+    pred = _partition_predicate(rng)
+    ours = world["paimon"](**{"partition-filter": pred})
+    reference = world["latest_reference"].where(pred)
+    case = make_case(seed, world["rows"], COLUMNS, ["reuse", "cache", "union", "aggregate"])
+    got, want = run_case(case, spark, ours, reference)
+    assert got == want, f"partition-filter {pred}: {case.describe()}"
+
+
+def test_partition_filter_reads_fewer_files(world):
+    from airflow_provider_paimon.spark.options import parse_options
+    from airflow_provider_paimon.spark.reader import PaimonReader
+
+    df = world["paimon"]()
+    base = {"warehouse": world["warehouse"], "table": TABLE}
+    everything, _ = PaimonReader(parse_options(base), df.schema).plan()
+    some, _ = PaimonReader(parse_options({**base, "partition-filter": "q = 2 AND p <> 'east'"}), df.schema).plan()
+    assert {tuple(s.partition.values) for s in some} == {("north", 2), ("south", 2)}
+    assert 0 < sum(len(s.files) for s in some) < sum(len(s.files) for s in everything)
+
+
+@pytest.mark.parametrize(
+    ("predicate", "message"),
+    [
+        ("id = 3", "not a partition column"),
+        ("reflect('java.lang.System', 'exit', 1) = 1", "partition-filter"),
+        ("q = 'abc'", "partition-filter"),
+        ("q = 1; DROP TABLE x", "partition-filter"),
+        ("   ", "blank"),
+    ],
+)
+def test_bad_partition_filter_is_refused_before_reading(world, predicate, message):
+    with pytest.raises(Exception, match=message):
+        world["paimon"](**{"partition-filter": predicate}).count()
+
+
+def test_partition_filter_refused_where_it_would_be_ignored(spark, world, tmp_path):
+    with pytest.raises(Exception, match="batch reads only"):
+        (spark.createDataFrame(world["rows"][:1], SCHEMA).write.format("paimon").mode("append")
+         .option("warehouse", world["warehouse"]).option("table", TABLE)
+         .option("partition-filter", "q = 1").save())
+    with pytest.raises(Exception, match="batch reads only"):
+        (spark.readStream.format("paimon").option("warehouse", world["warehouse"]).option("table", TABLE)
+         .option("partition-filter", "q = 1").load().writeStream.format("noop")
+         .option("checkpointLocation", str(tmp_path / "ck")).start().awaitTermination(60))
+    with pytest.raises(Exception, match="needs a partitioned table"):
+        world["paimon"]("diff.plain", **{"partition-filter": "q = 1"}).count()
