@@ -30,10 +30,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from . import commit_events, filters
+from . import commit_events
 from .options import PaimonOptions
 from .partition_pruning import select_partitions
 from .tables import open_table
@@ -84,16 +84,13 @@ class PaimonReader(DataSourceReader):
     """Reads one Paimon table (branch, snapshot) into Spark; picklable, holds no table.
 
     It has no ``pushFilters`` (see the module docstring for the Spark behaviour that
-    makes per-query push-down lose rows). ``filters`` are fixed when the reader is
-    built and so belong to the DataFrame, not to one query; they are empty unless a
-    caller that owns the whole read (tests, helpers that build one reader per query)
-    sets them.
+    makes per-query push-down lose rows); the only pruning is the DataFrame's own
+    ``partition-filter`` option.
     """
 
-    def __init__(self, opts: PaimonOptions, schema: StructType, filters: Sequence[Filter] = ()) -> None:
+    def __init__(self, opts: PaimonOptions, schema: StructType) -> None:
         self.opts = opts
         self.schema = schema
-        self.filters: list[Filter] = list(filters)
 
     def _planning_table(self) -> Any:
         table = open_table(self.opts)
@@ -104,11 +101,7 @@ class PaimonReader(DataSourceReader):
     def plan(self) -> tuple[list[Any], int | None]:
         """The splits to read and the snapshot they belong to (driver side)."""
         table = self._planning_table()
-        builder = table.new_read_builder()
-        predicate = filters.combine(self.filters, table)
-        if predicate is not None:
-            builder = builder.with_filter(predicate)
-        plan = builder.new_scan().plan()
+        plan = table.new_read_builder().new_scan().plan()
         splits = list(plan.splits())
         if self.opts.partition_filter:
             splits = select_partitions(table, splits, self.opts.partition_filter)
@@ -146,9 +139,6 @@ class PaimonReader(DataSourceReader):
             table = table.copy({"read.batch-size": READ_BATCH_SIZE})
         target = spark_to_arrow_schema(self.schema)
         builder = table.new_read_builder()
-        predicate = filters.combine(self.filters, table)
-        if predicate is not None:
-            builder = builder.with_filter(predicate)
         if target.names != [f.name for f in table.table_schema.fields]:
             builder = builder.with_projection(list(target.names))
         reader = builder.new_read().to_arrow_batch_reader(partition.splits)
