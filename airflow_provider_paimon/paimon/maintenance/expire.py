@@ -106,12 +106,7 @@ def expire_snapshots(
             "then expire snapshots"
         )
     cache = ManifestCache(table, layout)
-    resumed = None
-    if not dry_run:
-        pending = read_expire_journal(layout)
-        if pending is not None:
-            done = _finish(layout, cache, pending)
-            resumed = {"snapshot_ids": pending["snapshot_ids"], "deleted_file_count": len(done)}
+    resumed = None if dry_run else finish_pending(layout, cache)
     expire_ids, stop = plan_range(layout, br, settings)
     result: dict[str, Any] = {
         "branch": key,
@@ -147,15 +142,30 @@ def expire_snapshots(
         "files": {p: k for p, k in candidates.kinds.items() if p not in needed},
         "sizes": {p: s for p, s in candidates.sizes.items() if p not in needed},
     }
-    if not fileops.create_new(layout.file_io, journal_path(layout), json.dumps(doc)):
-        raise ConcurrentModificationError(
-            f"another snapshot expiry is running on {layout.table_path} (found {JOURNAL_NAME}); "
-            "if it was killed, run expire_snapshots again to finish it"
-        )
-    faults.check("expire.journal")
-    done = _finish(layout, cache, doc)
+    done = run_journal(layout, cache, doc)
     result.update(_summary(done, candidates, needed, dry_run, layout))
     return result
+
+
+def run_journal(layout: TableLayout, cache: ManifestCache, doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """Write the journal (create-if-absent: one maintenance run at a time), then apply it."""
+    if not fileops.create_new(layout.file_io, journal_path(layout), json.dumps(doc)):
+        raise ConcurrentModificationError(
+            f"another maintenance run is in progress on {layout.table_path} (found {JOURNAL_NAME}); "
+            "if it was killed, run expire_snapshots again to finish it"
+        )
+    faults.check(f"{doc.get('prefix', 'expire')}.journal")
+    return _finish(layout, cache, doc)
+
+
+def finish_pending(layout: TableLayout, cache: ManifestCache) -> dict[str, Any] | None:
+    """Finish a maintenance run a kill interrupted (``None`` when there is none)."""
+    pending = read_expire_journal(layout)
+    if pending is None:
+        return None
+    done = _finish(layout, cache, pending)
+    return {"op": pending.get("op"), "snapshot_ids": pending["snapshot_ids"], "tags": pending.get("tags") or [],
+            "deleted_file_count": len(done)}
 
 
 def plan_range(layout: TableLayout, branch: str | None, s: Retention) -> tuple[list[int], str]:
@@ -209,19 +219,30 @@ def _fix_earliest_hint(layout: TableLayout, branch: str | None) -> None:
 
 
 def _finish(layout: TableLayout, cache: ManifestCache, doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
-    """Steps 2-5 from the journal ``doc``; idempotent. Returns the deleted files."""
+    """Steps 2-5 from the journal ``doc``; idempotent. Returns the deleted files.
+
+    The same journal drives ``expire_tags`` and the destructive ``rollback``: ``tags``
+    lists tag files to delete, ``descending`` deletes the newest snapshot first (so a
+    rollback passes through older states only), ``latest`` is the ``LATEST`` hint to
+    write, and fault points are named ``<prefix>.<step>``.
+    """
     io = layout.file_io
     br = None if doc["branch"] == "main" else doc["branch"]
-    for sid in sorted(doc["snapshot_ids"]):
+    prefix = doc.get("prefix", "expire")
+    for sid in sorted(doc["snapshot_ids"], reverse=bool(doc.get("descending"))):
         fileops.delete_file(io, layout.snapshot_path(br, sid))
-    faults.check("expire.snapshots")
+    for tag in doc.get("tags") or []:
+        fileops.delete_file(io, layout.tag_path(br, tag))
+    faults.check(f"{prefix}.snapshots")
+    if doc.get("latest") is not None:
+        fileops.write_atomic(io, layout.hint_path(br, "LATEST"), str(doc["latest"]))
     _fix_earliest_hint(layout, br)
-    faults.check("expire.hint")
+    faults.check(f"{prefix}.hint")
     needed = needed_files(cache)  # re-check: whatever appeared since planning is kept
     deleted: dict[str, tuple[str, int]] = {}
     files: dict[str, str] = doc["files"]
     known = doc.get("sizes") or {}
-    for phase, step in ((METADATA_KINDS, "expire.manifests"), (("data", "changelog"), "expire.data")):
+    for phase, step in ((METADATA_KINDS, f"{prefix}.manifests"), (("data", "changelog"), f"{prefix}.data")):
         for path, kind in files.items():
             if kind in phase and path not in needed:
                 size = known.get(path) or _size(io, path)

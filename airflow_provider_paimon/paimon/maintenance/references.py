@@ -232,12 +232,13 @@ def needed_files(
     cache: ManifestCache,
     *,
     exclude: tuple[str | None, set[int]] | None = None,
+    exclude_tags: set[str] | None = None,
     live_only: bool = True,
 ) -> FileSet:
     """Every file that a snapshot, tag or pending journal of any branch still needs.
 
     ``exclude`` = (branch, snapshot ids) leaves those snapshots out (the ones being
-    expired). A manifest that cannot be read makes this raise: without knowing what a
+    expired), ``exclude_tags`` those tags of the same branch. A manifest that cannot be read makes this raise: without knowing what a
     retained snapshot needs, nothing may be deleted.
     """
     layout = cache.layout
@@ -253,6 +254,8 @@ def needed_files(
             if doc is not None:
                 snapshot_files(doc, cache, f"snapshot {sid} of {where(br)}", out, live_only=live_only)
         for tag in tag_names(layout, br):
+            if key == skip_key and tag in (exclude_tags or ()):
+                continue
             doc = read_tag(layout, br, tag)
             if doc is not None:
                 snapshot_files(doc, cache, f"tag {tag!r} of {where(br)}", out, live_only=live_only)
