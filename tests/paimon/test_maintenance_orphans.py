@@ -111,6 +111,13 @@ def test_nothing_referenced_is_removed(warehouse):
     assert result["deleted_files"] == []
     assert tree(warehouse) == snap
     assert states(catalog, warehouse) == before
+    # a file of another tool outside Paimon's folders is not Paimon's to delete
+    with open(os.path.join(table_dir(warehouse), "README.txt"), "w") as fh:
+        fh.write("notes")
+    _age_everything(table_dir(warehouse))
+    result = remove_orphan_files(t)
+    assert result["deleted_files"] == []
+    assert result["kept_because"]["not in a Paimon data, manifest, index or statistics folder"] == 1
 
 
 def test_after_expiry_nothing_unreferenced_remains(warehouse):

@@ -142,10 +142,14 @@ def _candidates(layout: TableLayout, used: set[str], cutoff: int) -> tuple[list[
         if name.startswith(".") and not _is_temp(name):
             keep("hidden file of another tool")
             continue
+        kind = _kind(rel_dir, name)
+        if kind in ("data", "changelog") and not any(p.startswith("bucket-") for p in rel_dir.split("/")):
+            keep("not in a Paimon data, manifest, index or statistics folder")
+            continue
         if mtime is None or mtime >= cutoff:
             keep("newer than older_than")
             continue
-        out.append((path, _kind(rel_dir, name), size))
+        out.append((path, kind, size))
     return out, kept
 
 
