@@ -38,6 +38,7 @@ those snapshots named.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from .. import faults, fileops
@@ -119,7 +120,7 @@ def expire_snapshots(
     if not expire_ids:
         if not dry_run:
             _fix_earliest_hint(layout, br)
-        result.update(_summary({}, FileSet(), FileSet(), dry_run))
+        result.update(summarize({}, FileSet(), FileSet(), dry_run))
         return result
     candidates = FileSet()
     for sid in expire_ids:
@@ -129,11 +130,11 @@ def expire_snapshots(
     needed = needed_files(cache, exclude=(br, set(expire_ids)))
     if dry_run:
         doomed = {
-            p: (k, candidates.sizes.get(p) or _size(layout.file_io, p))
+            p: (k, candidates.sizes.get(p) or file_size(layout.file_io, p))
             for p, k in candidates.kinds.items()
             if p not in needed
         }
-        result.update(_summary(doomed, candidates, needed, dry_run, layout))
+        result.update(summarize(doomed, candidates, needed, dry_run, layout))
         return result
     doc = {
         "op": "expire_snapshots",
@@ -143,7 +144,7 @@ def expire_snapshots(
         "sizes": {p: s for p, s in candidates.sizes.items() if p not in needed},
     }
     done = run_journal(layout, cache, doc)
-    result.update(_summary(done, candidates, needed, dry_run, layout))
+    result.update(summarize(done, candidates, needed, dry_run, layout))
     return result
 
 
@@ -245,7 +246,7 @@ def _finish(layout: TableLayout, cache: ManifestCache, doc: dict[str, Any]) -> d
     for phase, step in ((METADATA_KINDS, f"{prefix}.manifests"), (("data", "changelog"), f"{prefix}.data")):
         for path, kind in files.items():
             if kind in phase and path not in needed:
-                size = known.get(path) or _size(io, path)
+                size = known.get(path) or file_size(io, path)
                 if fileops.delete_file(io, path):
                     deleted[path] = (kind, size)
         faults.check(step)
@@ -253,17 +254,16 @@ def _finish(layout: TableLayout, cache: ManifestCache, doc: dict[str, Any]) -> d
     return deleted
 
 
-def _size(io: Any, path: str) -> int:
-    import os
-
+def file_size(io: Any, path: str) -> int:
+    """Bytes of ``path`` for the result (0 when it cannot be told: it is only reported)."""
     lp = fileops.local_path(path)
     try:
         return os.stat(lp).st_size if lp is not None else int(io.get_file_size(path))
-    except (OSError, Exception):  # noqa: BLE001 - a size is for the report only
+    except Exception:  # noqa: BLE001 - a size is for the report only
         return 0
 
 
-def _summary(
+def summarize(
     deleted: dict[str, tuple[str, int]],
     candidates: FileSet,
     needed: FileSet,

@@ -42,7 +42,7 @@ from ..snapshots import (
 )
 from ..tag._common import resolve_branch
 from ..tag.delete import TagInUseError, branches_created_from
-from .expire import _size, _summary, finish_pending, run_journal
+from .expire import file_size, finish_pending, run_journal, summarize
 from .references import FileSet, ManifestCache, branches_in_use, needed_files, snapshot_files, where
 
 TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
@@ -136,7 +136,7 @@ def _destructive(
         }
         done = run_journal(layout, cache, doc)
     out = {"removed_snapshot_ids": later, "removed_tags": later_tags, "snapshot_id": target_id}
-    out.update(_summary(done, candidates, needed, False, layout))
+    out.update(summarize(done, candidates, needed, False, layout))
     return out
 
 
@@ -191,4 +191,4 @@ def _as_latest(table: Any, layout: TableLayout, br: str | None, target: dict[str
     fileops.write_atomic(layout.file_io, layout.hint_path(br, "LATEST"), str(n))
     return {"snapshot_id": n, "removed_snapshot_ids": [], "removed_tags": [], "deleted_files": [],
             "deleted_file_count": 0, "deleted_bytes": 0, "deleted_by_kind": {}, "kept_because": {},
-            "bytes_written": int(_size(layout.file_io, layout.snapshot_path(br, n)))}
+            "bytes_written": int(file_size(layout.file_io, layout.snapshot_path(br, n)))}

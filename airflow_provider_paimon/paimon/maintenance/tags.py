@@ -21,7 +21,7 @@ from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..snapshots import TableLayout, read_tag, tag_names
 from ..tag._common import resolve_branch
 from ..tag.delete import branches_created_from
-from .expire import _size, _summary, finish_pending, run_journal
+from .expire import file_size, finish_pending, run_journal, summarize
 from .references import FileSet, ManifestCache, branches_in_use, needed_files, snapshot_files, where
 
 
@@ -77,8 +77,8 @@ def expire_tags(table: Any, *, branch: str | None = None, dry_run: bool = False)
         "resumed": resumed,
     }
     if dry_run or not expired:
-        sized = {p: (k, candidates.sizes.get(p) or _size(layout.file_io, p)) for p, k in doomed.items()}
-        result.update(_summary(sized if dry_run else {}, candidates, needed, dry_run, layout))
+        sized = {p: (k, candidates.sizes.get(p) or file_size(layout.file_io, p)) for p, k in doomed.items()}
+        result.update(summarize(sized if dry_run else {}, candidates, needed, dry_run, layout))
         return result
     doc = {
         "op": "expire_tags",
@@ -90,5 +90,5 @@ def expire_tags(table: Any, *, branch: str | None = None, dry_run: bool = False)
         "sizes": {p: s for p, s in candidates.sizes.items() if p in doomed},
     }
     done = run_journal(layout, cache, doc)
-    result.update(_summary(done, candidates, needed, dry_run, layout))
+    result.update(summarize(done, candidates, needed, dry_run, layout))
     return result
