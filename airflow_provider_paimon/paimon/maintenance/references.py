@@ -34,6 +34,7 @@ KIND_ADD = 0
 MANIFEST_DIR = "manifest"
 INDEX_DIR = "index"
 STATISTICS_DIR = "statistics"
+_PROBE = "__paimon_file__"
 
 
 class MissingMetadataError(FileNotFoundError):
@@ -57,6 +58,7 @@ class FileSet:
     kinds: dict[str, str] = field(default_factory=dict)  # path -> kind
     owners: dict[str, str] = field(default_factory=dict)  # path -> "snapshot 7 of main", ...
     sizes: dict[str, int] = field(default_factory=dict)  # path -> bytes when the manifest says
+    expanded: set[str] = field(default_factory=set)  # manifests whose every entry is in
 
     def add(self, path: str, kind: str, owner: str, size: int | None = None) -> None:
         if path not in self.kinds:
@@ -83,6 +85,7 @@ class ManifestCache:
         self._manifests: dict[str, list[Entry]] = {}
         self._index: dict[str, list[tuple[str, int]]] = {}
         self._partitions: dict[bytes, tuple] = {}
+        self._buckets: dict[tuple[bytes, int], str] = {}  # -> bucket folder path with "/"
 
     def _read_bytes(self, path: str) -> bytes:
         lp = fileops.local_path(path)
@@ -152,9 +155,13 @@ class ManifestCache:
     def _data_path(self, partition: bytes, bucket: int, name: str, external: str | None) -> str:
         if external:
             return _io_path(external)
-        from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+        key = (bytes(partition), bucket)
+        if key not in self._buckets:
+            from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
-        return canonical_data_file_path(self.table, self._partition_values(partition), bucket, name)
+            probe = canonical_data_file_path(self.table, self._partition_values(partition), bucket, _PROBE)
+            self._buckets[key] = probe[: -len(_PROBE)]
+        return self._buckets[key] + name
 
     def _partition_values(self, raw: bytes) -> tuple:
         key = bytes(raw)
@@ -202,7 +209,9 @@ def snapshot_files(doc: dict[str, Any], cache: ManifestCache, owner: str, out: F
                     live.pop(e.ident, None)
         entries: list[Entry] = list(live.values())
     else:
-        entries = [e for mname in manifests for e in cache.manifest(mname)]
+        # every entry of a manifest names the same files whoever reads it: expand once
+        entries = [e for mname in manifests if mname not in out.expanded for e in cache.manifest(mname)]
+        out.expanded.update(manifests)
     for e in entries:
         for i, p in enumerate(e.paths):
             out.add(p, "data", owner, e.size if i == 0 else None)
@@ -211,6 +220,9 @@ def snapshot_files(doc: dict[str, Any], cache: ManifestCache, owner: str, out: F
         out.add(f"{mdir}/{changelog}", "manifest_list", owner)
         for mname, size in cache.manifest_list(changelog):
             out.add(f"{mdir}/{mname}", "manifest", owner, size)
+            if mname in out.expanded:
+                continue
+            out.expanded.add(mname)
             for e in cache.manifest(mname):
                 for i, p in enumerate(e.paths):
                     out.add(p, "changelog", owner, e.size if i == 0 else None)
