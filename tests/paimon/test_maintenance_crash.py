@@ -121,3 +121,31 @@ def test_sigkill_at_step_then_rerun(warehouse, tmp_path, step):
     _check_readable(catalog, warehouse, before)
     assert expire_snapshots(t, **ARGS)["resumed"] is not None
     assert tree(warehouse) == want
+
+
+@pytest.mark.parametrize("point", ["expire.journal", "expire.hint", "expire.manifests"])
+def test_commits_during_expiry_keep_their_files(warehouse, monkeypatch, point):
+    """A writer, a compaction and a new branch landing mid-expiry lose nothing."""
+    from test_branch_support import write
+    from test_maintenance_support import compact_main
+
+    from airflow_provider_paimon.paimon import branch as bops
+
+    catalog, t = scenario(warehouse)
+    real_check = faults.check
+    done: list = []
+
+    def concurrent(p: str) -> None:
+        real_check(p)
+        if p == point and not done:
+            done.append(p)
+            write(load_table(catalog, "db.t"), [555])
+            compact_main(load_table(catalog, "db.t"))
+            bops.create_branch(t, "late", snapshot_id=12)
+
+    monkeypatch.setattr(faults, "check", concurrent)
+    expire_snapshots(t, **{**ARGS, "older_than": _now()})
+    monkeypatch.setattr(faults, "check", real_check)
+    after = states(catalog, warehouse)
+    assert (555, "m555") in after[("main", "latest", None)]
+    assert after[("late", "latest", None)] == [r for r in after[("main", "latest", None)] if r != (555, "m555")]
