@@ -218,8 +218,21 @@ def test_crash_at_every_step_reads_old_or_new_and_rerun_finishes(warehouse, step
 def test_every_step_is_a_fault_point(warehouse):
     _, t, _, _ = scenario(warehouse)
     faults.clear()
+    faults.record_points()
     ops.replace_main(t, "fix")
     assert faults.seen_points() == STEPS
+    faults.clear()
+
+
+def test_unarmed_fault_points_keep_nothing(warehouse, monkeypatch):
+    """In production (no fault armed) passing a point must not grow a list per call."""
+    _, t, _, _ = scenario(warehouse)
+    monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    faults.clear()
+    ops.replace_main(t, "fix")
+    for _ in range(10_000):
+        faults.check("replace_main.switch")
+    assert faults.seen_points() == []
 
 
 KILL_SCRIPT = textwrap.dedent(
