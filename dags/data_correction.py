@@ -22,7 +22,8 @@
    ``[operators] default_deferrable`` is on; either way it holds no worker slot while
    the job runs, and it starts first (higher priority) so it never queues behind it.
 6. ``replace_main`` (after both) makes main read exactly as the branch does, keeping
-   the old main as a backup branch (``backup_name``, or a name the job picks).
+   the old main as a backup branch (``backup_name``, or a name the job picks), and
+   links main's new snapshot to the branch's in the lineage store.
 7. ``check_main`` reads main with plain pypaimon and verifies it holds the corrected
    rows (the job's ``verify``), and that the backup exists.
 8. ``delete_branch`` and ``delete_checkpoint`` (only when ``cleanup`` is true) delete
@@ -279,6 +280,8 @@ with DAG(
         table="{{ params.table }}",
         branch="{{ params.branch }}",
         backup_name="{{ params.backup_name }}",
+        # main's new snapshot is linked to the branch's in the store: lineage follows it
+        lineage_url="{{ params.lineage_url }}",
     )
 
     @task

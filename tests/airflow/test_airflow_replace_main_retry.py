@@ -80,3 +80,28 @@ def test_existing_backup_without_a_pending_operation_is_refused(wh):
     op = ReplaceMainBranchOperator(task_id="t", table="db.events", branch="fix", backup_name="old_main")
     with pytest.raises(PaimonPreflightError, match="backup branch 'old_main' already exists"):
         op.preflight()
+
+
+def test_replace_main_links_lineage_through_the_environment(wh, submit_with_python, tmp_path):
+    """The store URL (with a password) reaches the job only through its environment."""
+    from airflow_provider_paimon.lineage import LineageStore
+    from airflow_provider_paimon.lineage.queries import upstream
+
+    url = f"sqlite:///{tmp_path}/lineage.sqlite"
+    op = ReplaceMainBranchOperator(task_id="t", table="db.events", branch="fix", lineage_url=url,
+                                   lineage_database="lin")
+    result = op.execute({})
+    (argv,) = submit_with_python
+    assert url not in " ".join(argv) and argv[argv.index("--lineage-database") + 1] == "lin"
+    assert result["lineage"]["job"] == "paimon.replace_main" and result["lineage"]["recorded"] is True
+    with LineageStore.from_url(url, "lin") as store:
+        (node,) = upstream(store, "db", "events", result["main_snapshot_id"])
+    assert (node.branch, node.snapshot_id) == ("fix", result["branch_snapshot_id"])
+
+
+def test_bad_lineage_url_fails_before_the_submit(wh, submit_with_python):
+    op = ReplaceMainBranchOperator(task_id="t", table="db.events", branch="fix", lineage_url="not a url:pw@")
+    with pytest.raises(PaimonPreflightError, match="lineage_url is not a SQLAlchemy URL") as err:
+        op.execute({})
+    assert "pw" not in str(err.value)
+    assert submit_with_python == []
