@@ -230,7 +230,13 @@ IF_EXISTS = ("fail", "skip")
 
 
 def check_if_exists(value: str) -> str:
-    """``if_exists`` of the create operators: ``fail`` (default) or ``skip``."""
+    """``if_exists`` of the create operators: ``fail`` (default) or ``skip``.
+
+    A Jinja template (e.g. ``"{{ params.if_exists }}"``) passes here and is checked
+    once rendered, before anything is submitted.
+    """
+    if isinstance(value, str) and "{{" in value:
+        return value
     if value not in IF_EXISTS:
         raise ValueError(f"if_exists must be one of {IF_EXISTS}, got {value!r}")
     return value

@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.base import (
+    IF_EXISTS,
     PaimonSparkJobOperator,
     check_if_exists,
     optional_int,
@@ -61,7 +62,7 @@ class BranchCreateOperator(_BranchOperator):
     """
 
     action = "create"
-    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "tag", "snapshot_id")
+    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "tag", "snapshot_id", "if_exists")
 
     def __init__(
         self,
@@ -74,7 +75,7 @@ class BranchCreateOperator(_BranchOperator):
         super().__init__(**kwargs)
         self.tag = tag
         self.snapshot_id = snapshot_id
-        self.if_exists = check_if_exists(if_exists)
+        self.if_exists = check_if_exists(if_exists)  # a template is checked once rendered
 
     def job_args(self) -> list[str]:
         args = ["--branch", self.branch]
@@ -87,6 +88,8 @@ class BranchCreateOperator(_BranchOperator):
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
+        if self.if_exists not in IF_EXISTS:  # a templated value, rendered now
+            self.fail(f"if_exists must be one of {', '.join(IF_EXISTS)}, got {self.if_exists!r}")
         validate_branch_name(self.branch)
         tag = optional_str(self.tag)
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
