@@ -80,6 +80,7 @@ def get_provider_info() -> dict[str, Any]:
             ("airflow_provider_paimon.operators.compaction", "operators/compaction.py"),
             ("airflow_provider_paimon.operators.lineage", "operators/lineage.py"),
             ("airflow_provider_paimon.operators.spark_submit", "operators/spark_submit.py"),
+            ("airflow_provider_paimon.operators.preflight", "operators/preflight.py"),
         ]
     )
     sensors = _modules([("airflow_provider_paimon.sensors.catchup", "sensors/catchup.py")])

@@ -5,10 +5,17 @@
              replace_main -> check_main -> cleanup_wanted -> delete_branch -> delete_checkpoint
 
 1. ``validate`` checks every param against the warehouse before anything changes:
-   unknown sink or source table, a branch or tag name that is invalid or already
-   exists, a job name with no script in ``dags/jobs/``, a bad lag or lineage URL, a
-   checkpoint folder left by an earlier run. A bad run fails here, with a message
-   naming the param, and nothing is changed.
+   the DAG's own params (unknown source table, a job name with no script in
+   ``dags/jobs/``, a bad lag or lineage URL, a checkpoint folder left by an earlier
+   run), then the preflight of every Paimon task of the DAG, rendered for this run
+   (``operators/preflight.py``: a branch or tag name that is invalid or already
+   exists, an unknown table, a backup name in use...), against the warehouse as the
+   earlier tasks will leave it. A bad run fails here, with every problem named, and
+   nothing is changed.
+   ``if_exists="skip"`` reruns a correction whose earlier run failed after tagging or
+   branching (e.g. the corrected job failed): the tag and branch it left are reused
+   (their tasks succeed without submitting) and the corrected job resumes from the
+   checkpoint it left. See docs/correction.md, "Rerunning after a failure".
 2. ``tag_main`` tags main's latest snapshot (the point the correction starts from).
 3. ``create_branch`` creates the branch from that tag.
 4. ``run_corrected_job`` spark-submits the corrected job (``--version fixed --mode
@@ -22,7 +29,8 @@
    ``[operators] default_deferrable`` is on; either way it holds no worker slot while
    the job runs, and it starts first (higher priority) so it never queues behind it.
 6. ``replace_main`` (after both) makes main read exactly as the branch does, keeping
-   the old main as a backup branch (``backup_name``, or a name the job picks).
+   the old main as a backup branch (``backup_name``, or a name the job picks), and
+   links main's new snapshot to the branch's in the lineage store.
 7. ``check_main`` reads main with plain pypaimon and verifies it holds the corrected
    rows (the job's ``verify``), and that the backup exists.
 8. ``delete_branch`` and ``delete_checkpoint`` (only when ``cleanup`` is true) delete
@@ -62,6 +70,7 @@ from airflow_provider_paimon.operators.branch import (  # noqa: E402
     BranchDeleteOperator,
     ReplaceMainBranchOperator,
 )
+from airflow_provider_paimon.operators.preflight import preflight_all  # noqa: E402
 from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator  # noqa: E402
 from airflow_provider_paimon.operators.tag import TagCreateOperator  # noqa: E402
 from airflow_provider_paimon.sensors.catchup import SnapshotCatchUpSensor  # noqa: E402
@@ -106,19 +115,27 @@ def delete_folder(path: str) -> bool:
     return True
 
 
-def validate_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Check the run's params against the warehouse; raise ``AirflowFailException`` on the first problem.
+IF_EXISTS = ("fail", "skip")
 
-    Reads metadata only: a failure here leaves every table as it was.
+
+def validate_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Check the DAG's own params against the warehouse; raise ``AirflowFailException`` on the first problem.
+
+    What the Paimon tasks check themselves (branch, tag and backup names, the sink
+    table) is left to ``validate_run``'s preflight of those tasks. Reads metadata only:
+    a failure here leaves every table as it was.
     """
     from airflow_provider_paimon.paimon.errors import PaimonError
-    from airflow_provider_paimon.paimon.names import validate_branch_name, validate_tag_name
+    from airflow_provider_paimon.paimon.names import validate_branch_name
 
     def fail(message: str) -> None:
         raise AirflowFailException(f"invalid params: {message}; nothing was changed")
 
     table, source = params["table"], params["source_table"]
-    branch, tag = params["branch"], params["tag"]
+    branch = params["branch"]
+    if_exists = params.get("if_exists", "fail")
+    if if_exists not in IF_EXISTS:
+        fail(f"if_exists must be one of {', '.join(IF_EXISTS)}, got {if_exists!r}")
     try:
         job_path(params["job"])
     except ValueError as err:
@@ -143,37 +160,37 @@ def validate_params(params: dict[str, Any]) -> dict[str, Any]:
             except PaimonError as err:
                 fail(f"{what}: {err}")
         validate_branch_name(branch)
-        validate_tag_name(tag)
     except (PaimonError, ValueError) as err:
         fail(str(err))
-    if hook.branch_exists(table, branch):
-        fail(f"branch {branch!r} already exists on {table} (pick a new branch name)")
-    if hook.tag_exists(table, tag):
-        fail(f"tag {tag!r} already exists on {table} (pick a new tag name)")
     if hook.get_latest_snapshot_id(table) is None:
         fail(f"{table} has no snapshot on main: there is nothing to correct")
     if hook.get_latest_snapshot_id(source) is None:
         fail(f"source {source} has no snapshot: the corrected job would read nothing")
-    backup = (params.get("backup_name") or "").strip()
-    if backup:
-        try:
-            validate_branch_name(backup)
-        except PaimonError as err:
-            fail(f"backup_name: {err}")
-        if hook.branch_exists(table, backup):
-            fail(f"backup branch {backup!r} already exists on {table}")
     checkpoint = (params.get("checkpoint") or "").strip() or default_checkpoint(hook.warehouse, table, branch)
     if path_exists(checkpoint):
-        fail(
-            f"checkpoint {checkpoint!r} already exists (left by an earlier correction into a "
-            f"branch named {branch!r}?): the job would resume from it; delete it or pick "
-            "another branch or checkpoint"
-        )
+        if if_exists != "skip":
+            fail(
+                f"checkpoint {checkpoint!r} already exists (left by an earlier correction into a "
+                f"branch named {branch!r}?): the job would resume from it; delete it or pick "
+                "another branch or checkpoint, or rerun that correction with if_exists='skip'"
+            )
+        if not hook.branch_exists(table, branch):
+            fail(
+                f"checkpoint {checkpoint!r} exists but branch {branch!r} does not: the job would "
+                "resume into a branch without its earlier output; delete the checkpoint"
+            )
     return {
         "warehouse": hook.warehouse,
         "checkpoint": checkpoint,
         "main_snapshot_id": hook.get_latest_snapshot_id(table),
     }
+
+
+def validate_run(params: dict[str, Any], context: Any, tasks: Any = None) -> dict[str, Any]:
+    """``validate``: the DAG's params, then the preflight of every Paimon task of the run."""
+    validated = validate_params(params)
+    checked = preflight_all(dag.tasks if tasks is None else tasks, context)
+    return {**validated, "preflight": checked}
 
 
 def check_corrected_main(params: dict[str, Any], replaced: dict[str, Any]) -> dict[str, Any]:
@@ -219,6 +236,10 @@ with DAG(
         "max_lag": Param(0, type="integer", minimum=0, description="allowed unconsumed source snapshots"),
         "lineage_url": Param(default_url(), type="string", description="lineage store SQLAlchemy URL"),
         "backup_name": Param("", type="string", description="backup branch of the old main; blank: auto"),
+        "if_exists": Param(
+            "fail", enum=list(IF_EXISTS),
+            description="skip: rerun after a failed run, reusing the tag, branch and checkpoint it left",
+        ),
         "cleanup": Param(False, type="boolean", description="delete the branch at the end"),
         "checkpoint": Param(
             "", type="string", description="corrected job's checkpoint; blank: <warehouse>/_checkpoints/<table>/<branch>"
@@ -228,11 +249,14 @@ with DAG(
 
     @task
     def validate(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Fail fast on bad params (nothing changed)."""
-        return validate_params(params or {})
+        """Fail fast on bad params and on any Paimon task that would fail (nothing changed)."""
+        from airflow.sdk import get_current_context
+
+        return validate_run(params or {}, get_current_context())
 
     tag_main = TagCreateOperator(
-        task_id="tag_main", warehouse=W, table="{{ params.table }}", tag="{{ params.tag }}"
+        task_id="tag_main", warehouse=W, table="{{ params.table }}", tag="{{ params.tag }}",
+        if_exists="{{ params.if_exists }}",
     )
     create_branch = BranchCreateOperator(
         task_id="create_branch",
@@ -240,6 +264,7 @@ with DAG(
         table="{{ params.table }}",
         branch="{{ params.branch }}",
         tag="{{ params.tag }}",
+        if_exists="{{ params.if_exists }}",
     )
     run_corrected_job = PaimonSparkSubmitOperator(
         task_id="run_corrected_job",
@@ -279,6 +304,8 @@ with DAG(
         table="{{ params.table }}",
         branch="{{ params.branch }}",
         backup_name="{{ params.backup_name }}",
+        # main's new snapshot is linked to the branch's in the store: lineage follows it
+        lineage_url="{{ params.lineage_url }}",
     )
 
     @task

@@ -31,6 +31,8 @@ from airflow_provider_paimon.operators.spark_lineage_conf import inject_openline
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
 from airflow_provider_paimon.paimon.option_values import parse_int
+from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
+from airflow_provider_paimon.spark.log_level import check_log_level, with_log_level
 
 
 class PaimonPreflightError(AirflowFailException):
@@ -51,6 +53,8 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     :param spark_name: Spark application name; default ``{dag_id}.{task_id}``.
     :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``,
         ``driver_memory``, ``total_executor_cores``, ``packages``, ``verbose``...).
+    :param spark_log_level: level of Spark's own driver logs in the task log (``WARN``;
+        ``INFO``, ``ERROR``...; ``None`` keeps Spark's configuration), see ``spark/log_level.py``.
     """
 
     job_family: ClassVar[str] = ""
@@ -69,9 +73,11 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         conf: dict[str, Any] | None = None,
         spark_name: str | None = None,
         spark_kwargs: dict[str, Any] | None = None,
+        spark_log_level: str | None = DEFAULT_LOG_LEVEL,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.spark_log_level = checked_log_level(spark_log_level)
         self.table = table
         self.warehouse = warehouse
         self.paimon_conn_id = paimon_conn_id
@@ -106,7 +112,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
 
     def spark_conf(self, context: Context) -> dict[str, Any]:
         """Spark conf for this run: the operator's ``conf`` plus the OpenLineage parent job info."""
-        return inject_openlineage_spark_conf(self.conf, context)
+        return with_log_level(inject_openlineage_spark_conf(self.conf, context), self.spark_log_level)
 
     # -- shared machinery --
 
@@ -158,8 +164,13 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context),
             name=self.application_name(context),
+            secret_env=self.job_secret_env() or None,
             **self.spark_kwargs,
         )
+
+    def job_secret_env(self) -> dict[str, str]:
+        """Secret environment for the job's driver (e.g. a lineage store URL); never argv."""
+        return {}
 
     def execute(self, context: Context) -> dict[str, Any]:
         done = self.preflight()
@@ -223,7 +234,21 @@ IF_EXISTS = ("fail", "skip")
 
 
 def check_if_exists(value: str) -> str:
-    """``if_exists`` of the create operators: ``fail`` (default) or ``skip``."""
+    """``if_exists`` of the create operators: ``fail`` (default) or ``skip``.
+
+    A Jinja template (e.g. ``"{{ params.if_exists }}"``) passes here and is checked
+    once rendered, before anything is submitted.
+    """
+    if isinstance(value, str) and "{{" in value:
+        return value
     if value not in IF_EXISTS:
         raise ValueError(f"if_exists must be one of {IF_EXISTS}, got {value!r}")
     return value
+
+
+def checked_log_level(level: Any) -> str | None:
+    """``spark_log_level`` checked when the DAG is parsed: a typo is an error, never INFO."""
+    try:
+        return check_log_level(level)
+    except PaimonError as err:
+        raise ValueError(str(err)) from None

@@ -3,6 +3,11 @@
 Each submits the ``branch`` job family (``spark/jobs/branch.py``), which does the file
 operations crash-safely through ``airflow_provider_paimon.paimon``. The operators only
 check names and existence first, so a typo fails in a second instead of after a submit.
+
+Replace-main and fast-forward take a lineage store (``lineage_conn_id`` or
+``lineage_url``): the job then records that main's new snapshot is the branch's, so
+lineage queries follow the replacement. The URL reaches the job in its environment
+(``PAIMON_LINEAGE_URL``), never on the command line.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Any
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.base import (
+    IF_EXISTS,
     PaimonSparkJobOperator,
     check_if_exists,
     optional_int,
@@ -20,6 +26,7 @@ from airflow_provider_paimon.operators.base import (
 from airflow_provider_paimon.paimon.names import validate_branch_name, validate_tag_name
 
 BACKUP_KINDS = ("tag", "branch")
+LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
 
 
 class _BranchOperator(PaimonSparkJobOperator):
@@ -55,7 +62,7 @@ class BranchCreateOperator(_BranchOperator):
     """
 
     action = "create"
-    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "tag", "snapshot_id")
+    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "tag", "snapshot_id", "if_exists")
 
     def __init__(
         self,
@@ -68,7 +75,7 @@ class BranchCreateOperator(_BranchOperator):
         super().__init__(**kwargs)
         self.tag = tag
         self.snapshot_id = snapshot_id
-        self.if_exists = check_if_exists(if_exists)
+        self.if_exists = check_if_exists(if_exists)  # a template is checked once rendered
 
     def job_args(self) -> list[str]:
         args = ["--branch", self.branch]
@@ -81,6 +88,8 @@ class BranchCreateOperator(_BranchOperator):
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
+        if self.if_exists not in IF_EXISTS:  # a templated value, rendered now
+            self.fail(f"if_exists must be one of {', '.join(IF_EXISTS)}, got {self.if_exists!r}")
         validate_branch_name(self.branch)
         tag = optional_str(self.tag)
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
@@ -134,7 +143,71 @@ class BranchRenameOperator(_BranchOperator):
         return [(self.table, self.new_name)]
 
 
-class MergeBranchOperator(_BranchOperator):
+class _LinksLineage(_BranchOperator):
+    """Replace-main and fast-forward: optionally link main's new snapshot to the branch's.
+
+    :param lineage_conn_id: a ``paimon_lineage`` connection naming the store.
+    :param lineage_url: or the store's SQLAlchemy URL (templated); blank: no link.
+    :param lineage_database: the store's system database; default the connection's / ``paimon``.
+    """
+
+    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "lineage_url", "lineage_database")
+
+    def __init__(
+        self,
+        *,
+        lineage_conn_id: str | None = None,
+        lineage_url: str | None = None,
+        lineage_database: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.lineage_conn_id = lineage_conn_id
+        self.lineage_url = lineage_url
+        self.lineage_database = lineage_database
+
+    def lineage_store(self) -> tuple[str | None, str | None]:
+        """(URL with its password, database) of the store to link in; (None, None): none."""
+        database = optional_str(self.lineage_database)
+        if optional_str(self.lineage_conn_id):
+            from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
+
+            hook = PaimonLineageHook(str(self.lineage_conn_id).strip())
+            url = hook.get_url()  # registers the password for masking
+            return url.render_as_string(hide_password=False), database or hook.get_database()
+        url = optional_str(self.lineage_url)
+        if url is None:
+            return None, None
+        from sqlalchemy.engine import make_url
+
+        try:
+            parsed = make_url(url.strip())
+        except Exception:  # noqa: BLE001 - not echoed: it may hold a password
+            self.fail(
+                "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
+                "host/database or sqlite:////path)"
+            )
+        if parsed.password:
+            from airflow.sdk.log import mask_secret
+
+            mask_secret(str(parsed.password))
+        return url.strip(), database
+
+    def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
+        super().check_before_submit(hook)
+        self.lineage_store()  # a bad URL or missing connection fails before the submit
+        return None
+
+    def job_args(self) -> list[str]:
+        _url, database = self.lineage_store()
+        return super().job_args() + (["--lineage-database", database] if database else [])
+
+    def job_secret_env(self) -> dict[str, str]:
+        url, _database = self.lineage_store()
+        return {LINEAGE_URL_ENV: url} if url else {}
+
+
+class MergeBranchOperator(_LinksLineage):
     """Fast-forward main to ``branch`` (the seed's merge-branch).
 
     Main takes the branch's snapshots, schemas and tags from the branch point on; main's
@@ -150,7 +223,7 @@ class MergeBranchOperator(_BranchOperator):
         return [(self.table, None)]
 
 
-class ReplaceMainBranchOperator(_BranchOperator):
+class ReplaceMainBranchOperator(_LinksLineage):
     """Replace main with ``branch``: afterwards main reads exactly as the branch did.
 
     By default the previous main is kept as a branch (``backup_kind='tag'`` for a tag)
@@ -160,7 +233,7 @@ class ReplaceMainBranchOperator(_BranchOperator):
     """
 
     action = "replace-main"
-    template_fields: Sequence[str] = (*_BranchOperator.template_fields, "backup_name")
+    template_fields: Sequence[str] = (*_LinksLineage.template_fields, "backup_name")
 
     def __init__(
         self,
@@ -178,7 +251,7 @@ class ReplaceMainBranchOperator(_BranchOperator):
         self.backup_kind = backup_kind
 
     def job_args(self) -> list[str]:
-        args = ["--branch", self.branch]
+        args = super().job_args()
         if not self.backup:
             return args + ["--no-backup"]
         name = optional_str(self.backup_name)

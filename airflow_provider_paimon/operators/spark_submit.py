@@ -26,8 +26,11 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
+from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
+from airflow_provider_paimon.spark.log_level import with_log_level
 
 #: the capture's Spark conf keys (spark/lineage_config.py); the URL travels in the env
 LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
@@ -54,6 +57,8 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     :param spark_conn_id: the Airflow ``spark`` connection (master, queue, ...).
     :param py_files: more ``--py-files`` entries (after this package's zip).
     :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``, ...).
+    :param spark_log_level: level of Spark's own driver logs in the task log (``WARN``;
+        ``None`` keeps Spark's configuration), see ``spark/log_level.py``.
     """
 
     template_fields: Sequence[str] = (
@@ -85,9 +90,11 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         spark_conn_id: str = "spark_default",
         py_files: list[str] | None = None,
         spark_kwargs: dict[str, Any] | None = None,
+        spark_log_level: str | None = DEFAULT_LOG_LEVEL,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.spark_log_level = checked_log_level(spark_log_level)
         self.application = application
         self.application_args = list(application_args or [])
         self.lineage_conn_id = lineage_conn_id
@@ -138,7 +145,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             if database:
                 added[LINEAGE_DATABASE] = database
         conf = {**added, **self.conf}
-        return inject_openlineage_spark_conf(conf, context)
+        return with_log_level(inject_openlineage_spark_conf(conf, context), self.spark_log_level)
 
     def make_hook(self, context: Context) -> PaimonSparkJobHook:
         application = str(self.application)

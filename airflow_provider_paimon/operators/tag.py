@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.base import (
+    IF_EXISTS,
     PaimonSparkJobOperator,
     check_if_exists,
     optional_int,
@@ -48,14 +49,14 @@ class TagCreateOperator(_TagOperator):
     """
 
     action = "create"
-    template_fields: Sequence[str] = (*_TagOperator.template_fields, "snapshot_id")
+    template_fields: Sequence[str] = (*_TagOperator.template_fields, "snapshot_id", "if_exists")
 
     def __init__(
         self, *, snapshot_id: int | str | None = None, if_exists: str = "fail", **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.snapshot_id = snapshot_id
-        self.if_exists = check_if_exists(if_exists)
+        self.if_exists = check_if_exists(if_exists)  # a template is checked once rendered
 
     def job_args(self) -> list[str]:
         args = ["--tag", self.tag, *self._branch_args()]
@@ -65,6 +66,8 @@ class TagCreateOperator(_TagOperator):
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
+        if self.if_exists not in IF_EXISTS:  # a templated value, rendered now
+            self.fail(f"if_exists must be one of {', '.join(IF_EXISTS)}, got {self.if_exists!r}")
         validate_tag_name(self.tag)
         branch = optional_str(self.branch)
         self.require_branch(hook, branch)

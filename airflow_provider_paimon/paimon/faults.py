@@ -11,7 +11,10 @@ the job, every step calls :func:`check` with a named point, e.g.
   ``PAIMON_FAULT_MODE=kill`` make the process SIGKILL itself at that point, the
   closest thing to a pulled plug that a test can produce.
 
-Unarmed, :func:`check` is a dictionary lookup and an environment read: free.
+Unarmed, :func:`check` is a variable test and an environment read, and it records
+nothing: a long-running job passes these points forever, so a list of them would only
+grow. Points are recorded while a fault is armed (in-process or through the
+environment) or after :func:`record_points` (tests that enumerate the steps).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ FAULT_ENV = "PAIMON_FAULT"
 FAULT_MODE_ENV = "PAIMON_FAULT_MODE"
 
 _armed: str | None = None
+_recording = False
 _seen: list[str] = []
 
 
@@ -37,20 +41,30 @@ def set_fault(point: str | None) -> None:
 
 
 def clear() -> None:
-    """Disarm and forget the points seen so far."""
+    """Disarm, stop recording and forget the points seen so far."""
+    global _recording
     set_fault(None)
+    _recording = False
     _seen.clear()
 
 
+def record_points() -> None:
+    """Record every point passed from now on, armed or not (until :func:`clear`)."""
+    global _recording
+    _recording = True
+
+
 def seen_points() -> list[str]:
-    """Points passed since the last :func:`clear` (tests use it to enumerate steps)."""
+    """Points recorded since the last :func:`clear` (tests use it to enumerate steps)."""
     return list(_seen)
 
 
 def check(point: str) -> None:
-    """Fail here if ``point`` is armed; record it otherwise."""
-    _seen.append(point)
+    """Fail here if ``point`` is armed; record it only when a test asked for that."""
     target = _armed or os.environ.get(FAULT_ENV)
+    if target is None and not _recording:
+        return
+    _seen.append(point)
     if target != point:
         return
     if os.environ.get(FAULT_MODE_ENV) == "kill":

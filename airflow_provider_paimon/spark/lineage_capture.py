@@ -37,6 +37,12 @@ or ``fail``). OpenLineage, when configured (``spark.paimon.openlineage.*``, Airf
 ``spark.openlineage.*`` or openlineage-python's own config): START when a query starts,
 RUNNING per micro-batch, COMPLETE/FAIL when it ends; START and COMPLETE per batch write.
 
+Memory: a streaming job runs for months, so nothing here grows per micro-batch. The
+per-batch entries (sink commits waiting for their batch's progress, stream scan events
+waiting to name a source) are dropped once their batch is recorded, and at most
+``MAX_PENDING_BATCHES`` of each are kept while waiting (oldest dropped first: a batch
+whose progress never came). ``pending_sizes()`` reports them (tests, benchmarks).
+
 Limits: one streaming query per job name at a time (two queries would share barrier
 ids); give each query its own ``spark.paimon.lineage.job`` via separate apps.
 """
@@ -50,7 +56,7 @@ import logging
 import os
 import threading
 import uuid
-from collections import defaultdict
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +74,24 @@ from .lineage_recorder import (
 log = logging.getLogger(__name__)
 
 _captures: dict[int, LineageCapture] = {}
+
+# Per-batch entries kept while they wait for their micro-batch's progress (see the
+# module docstring): far more than the batches in flight, and a bound on memory.
+MAX_PENDING_BATCHES = 256
+
+
+class _BoundedDict(OrderedDict):
+    """An insertion-ordered dict that forgets its oldest entries beyond ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        while len(self) > self.limit:
+            dropped, _ = self.popitem(last=False)
+            log.warning("lineage capture: dropped the unclaimed entry of batch/offset %s", dropped)
 _captures_lock = threading.Lock()
 
 
@@ -143,8 +167,10 @@ class LineageCapture:
         self._partial = b""
         self._lock = threading.RLock()
         self._pending_scans: dict[tuple[str, str, str, str], TableAt] = {}
-        self._stream_commits: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        self._stream_scans: dict[int, TableAt] = {}
+        # sink commits by micro-batch id, until that batch's progress records them
+        self._stream_commits: dict[int, list[dict[str, Any]]] = _BoundedDict(MAX_PENDING_BATCHES)
+        # stream scan events by end offset (nextSnapshot), to name a source of old offsets
+        self._stream_scans: dict[int, TableAt] = _BoundedDict(MAX_PENDING_BATCHES)
         self._query_sources: dict[str, dict[str, TableAt]] = {}
         self._queries: dict[str, Any] = {}
         self._stop = threading.Event()
@@ -316,7 +342,9 @@ class LineageCapture:
         table = _table_at(raw)
         if raw.get("kind") == "scan":
             if "next_snapshot" in raw:  # a streaming source committed a range
-                self._stream_scans[int(raw["next_snapshot"])] = table
+                offset = int(raw["next_snapshot"])
+                self._stream_scans.pop(offset, None)  # re-inserted as the newest
+                self._stream_scans[offset] = table
             else:
                 key = (table.warehouse, table.database, table.table, table.branch)
                 known = self._pending_scans.get(key)
@@ -326,7 +354,11 @@ class LineageCapture:
         if raw.get("kind") != "commit":
             return
         if "batch_id" in raw:  # a streaming sink committed micro-batch batch_id
-            self._stream_commits[int(raw["batch_id"])].append(dict(raw))
+            batch_id = int(raw["batch_id"])
+            commits = self._stream_commits.get(batch_id)
+            if commits is None:
+                commits = self._stream_commits[batch_id] = []
+            commits.append(dict(raw))
             return
         self._on_batch_commit(raw, table)
 
@@ -358,8 +390,13 @@ class LineageCapture:
         query_id = str(progress.id)
         with self._lock:
             commits = self._stream_commits.pop(batch_id, [])
+            # batches up to this one are done: a commit still waiting for one of them
+            # lost its progress event and will never be claimed
+            for stale in [b for b in self._stream_commits if b < batch_id]:
+                del self._stream_commits[stale]
         sinks = [_table_at(c) for c in commits if c.get("commit_kind") != "COMPACT"]
         sources = []
+        served: list[tuple[int, TableAt]] = []  # (end offset, table) of each Paimon source
         mapping: dict[str, TableAt] | None = None
         for source in progress.sources:
             offset = _paimon_offset(source.endOffset)
@@ -385,11 +422,41 @@ class LineageCapture:
             sources.append(
                 TableAt(table.warehouse, table.database, table.table, table.branch, consumed, table.namespace)
             )
+            served.append((offset, table))
+        self._forget_scans(served)
         if not sources and not sinks:
             return
         record = BatchRecord(self.config.job, batch_id, sources, sinks, streaming=True)
         self.recorder.record(record)
         self.ol.micro_batch(query_id, record)
+
+    def _forget_scans(self, served: list[tuple[int, TableAt]]) -> None:
+        """Drop each source's scan events up to the offset this batch reached.
+
+        Later batches of that source end further on, so these entries are never asked
+        for again (one that arrives after its batch's progress goes with the next batch).
+        """
+        with self._lock:
+            for offset, table in served:
+                key = (table.database, table.table, table.branch)
+                done = [
+                    o for o, t in self._stream_scans.items()
+                    if o <= offset and (t.database, t.table, t.branch) == key
+                ]
+                for o in done:
+                    del self._stream_scans[o]
+
+    def pending_sizes(self) -> dict[str, int]:
+        """Sizes of the per-batch and per-query structures (bounded; see the module doc)."""
+        with self._lock:
+            return {
+                "stream_commits": len(self._stream_commits),
+                "stream_scans": len(self._stream_scans),
+                "pending_scans": len(self._pending_scans),
+                "queries": len(self._queries),
+                "query_sources": len(self._query_sources),
+                "openlineage_runs": len(self.ol.runs),
+            }
 
     def on_query_terminated(self, event: Any) -> None:
         self.drain()

@@ -17,6 +17,7 @@ OWN_MODULES = [
     "airflow_provider_paimon.operators.branch",
     "airflow_provider_paimon.operators.tag",
     "airflow_provider_paimon.operators.compaction",
+    "airflow_provider_paimon.operators.preflight",
 ]
 
 

@@ -225,7 +225,8 @@ def test_dag_run_emits_valid_events_and_links_spark_to_the_task(wh, airflow_db, 
         )
         script = (
             "import runpy, sys; run = runpy.run_path(sys.argv[1])['producer'].test(); "
-            "print('STATE', run.state)"
+            # one write: the OpenLineage listener's forked senders log to the same stdout
+            "sys.stdout.write(f'STATE {run.state}\\n'); sys.stdout.flush()"
         )
         proc = subprocess.run([sys.executable, "-c", script, str(dag_file)], env=env,
                               capture_output=True, text=True, timeout=300)

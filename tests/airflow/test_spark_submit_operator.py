@@ -87,7 +87,14 @@ def test_templated_fields_render_from_params(app):
     assert {"application", "application_args", "lineage_url", "lineage_job", "conf"} <= set(
         PaimonSparkSubmitOperator.template_fields
     )
-    assert json.dumps(PaimonSparkSubmitOperator.template_fields_renderers)
+    assert set(PaimonSparkSubmitOperator.template_fields_renderers) <= set(PaimonSparkSubmitOperator.template_fields)
+    op = _operator("{{ params.app }}", application_args=["--day", "{{ params.day }}"],
+                   lineage_job="{{ params.job }}", conf={"spark.app.x": "{{ params.day }}"})
+    op.render_template_fields({"params": {"app": app, "day": "2026-11-24", "job": "etl.orders"}})
+    assert op.application == app
+    assert op.application_args == ["--day", "2026-11-24"]
+    assert op.lineage_job == "etl.orders"
+    assert op.conf == {"spark.app.x": "2026-11-24"}
 
 
 GARBLED_APP = '''

@@ -127,3 +127,57 @@ def test_filesystem_tables_keep_the_warehouse_namespace(tmp_path):
 
     opts = parse_options({"warehouse": str(tmp_path / "wh"), "table": "db.t"})
     assert opts.lineage_namespace == f"file://{tmp_path}/wh"
+
+
+def _scan(next_snapshot, table="src"):
+    return {"kind": "scan", "warehouse": "/wh", "database": "db", "table": table, "branch": "main",
+            "snapshot_id": next_snapshot - 1, "next_snapshot": next_snapshot}
+
+
+def _commit(batch_id, snapshot_id):
+    return {"kind": "commit", "warehouse": "/wh", "database": "db", "table": "dst", "branch": "main",
+            "snapshot_id": snapshot_id, "commit_kind": "APPEND", "row_count": 1, "batch_id": batch_id}
+
+
+def test_per_batch_state_stays_bounded_over_many_micro_batches(tmp_path):
+    """A long stream: each micro-batch's scan and commit entries go once it is recorded.
+
+    Some scan events arrive after their batch's progress (Spark commits a source when it
+    plans the next batch), and every 50th progress is lost (a dropped listener event).
+    """
+    capture = _capture(tmp_path)
+    batches = 400
+    for batch in range(batches):
+        end = batch + 2  # nextSnapshot after the batch; snapshot end-1 consumed
+        capture._on_event(_commit(batch, 1000 + batch))
+        if batch % 2:
+            capture._on_event(_scan(end))  # before the progress ...
+        if batch % 50 != 25:
+            offset = {"nextSnapshot": end, "table": "db.src", "branch": "main", "warehouse": "/wh"}
+            capture.on_query_progress(_progress(batch, offset))
+        if not batch % 2:
+            capture._on_event(_scan(end))  # ... or after it
+        assert len(capture._stream_commits) <= 2 and len(capture._stream_scans) <= 2, batch
+    records = capture.recorder.records
+    assert len(records) == batches - batches // 50
+    last = records[-1]
+    assert last.barrier_id == batches - 1
+    assert [(s.table, s.snapshot_id) for s in last.sources] == [("src", batches)]
+    assert [(s.table, s.snapshot_id) for s in last.sinks] == [("dst", 1000 + batches - 1)]
+    assert capture.pending_sizes() == {
+        "stream_commits": 0, "stream_scans": 0, "pending_scans": 0, "queries": 0,
+        "query_sources": 0, "openlineage_runs": 0,
+    }
+
+
+def test_unclaimed_entries_are_capped(tmp_path):
+    """Entries no progress ever claims (another query's, a stalled one) cannot pile up."""
+    from airflow_provider_paimon.spark.lineage_capture import MAX_PENDING_BATCHES
+
+    capture = _capture(tmp_path)
+    for n in range(3 * MAX_PENDING_BATCHES):
+        capture._on_event(_commit(n, n))
+        capture._on_event(_scan(n + 2, table="other"))
+    assert len(capture._stream_commits) == MAX_PENDING_BATCHES
+    assert len(capture._stream_scans) == MAX_PENDING_BATCHES
+    assert min(capture._stream_commits) == 2 * MAX_PENDING_BATCHES  # the newest are kept

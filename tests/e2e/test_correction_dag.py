@@ -1,8 +1,8 @@
 """The data-correction DAG end to end: ``dag.test()`` against real local Spark.
 
-Spark submits are the cost here (four in the good run: tag, branch, corrected job,
-replace-main; the clean-up delete is a fifth), so there is one good run; bad params
-fail at ``validate`` before any submit. The buggy "before" state is written with
+Spark submits are the cost here (tag and branch in the failed run; corrected job,
+replace-main and the clean-up delete in its rerun), so there is one good run, the
+rerun; bad params fail at ``validate`` before any submit. The buggy "before" state is written with
 pypaimon (see conftest).
 """
 
@@ -52,30 +52,62 @@ def _xcom(run, task_id: str):
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
-def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airflow_db, tmp_path):
+def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse, airflow_db, tmp_path, monkeypatch):
+    """A run whose corrected job fails, then the rerun with ``if_exists="skip"`` that finishes.
+
+    The first run's failure is forced (no submit for it): the corrected job raises, and
+    its sensor, which would wait for a job that never starts until its timeout, too.
+    """
+    from airflow.sdk.exceptions import AirflowException
     from correction_tasks import load_job_module, paimon_hook_for, read_rows
 
     from airflow_provider_paimon.lineage import LineageStore
+    from airflow_provider_paimon.lineage.queries import upstream
+    from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
+    from airflow_provider_paimon.sensors.catchup import SnapshotCatchUpSensor
 
     lineage_url = f"sqlite:///{tmp_path / 'lineage.db'}"
     hook = paimon_hook_for(orders_warehouse)
     job = load_job_module("enrich_orders")
     assert job.verify(ORDERS, read_rows(hook, "db.orders_enriched")), "main starts out buggy"
     main_before = hook.get_latest_snapshot_id("db.orders_enriched")
+    conf = {
+        "warehouse": orders_warehouse,
+        "lineage_url": lineage_url,
+        "branch": "fix1",
+        "tag": "before_fix1",
+        "backup_name": "main_before_fix1",
+        "cleanup": True,
+    }
 
-    run = _load_dag().test(
-        run_conf={
-            "warehouse": orders_warehouse,
-            "lineage_url": lineage_url,
-            "branch": "fix1",
-            "tag": "before_fix1",
-            "backup_name": "main_before_fix1",
-            "cleanup": True,
-        }
-    )
+    def fails(self, context):
+        raise AirflowException(f"forced failure of {self.task_id}")
+
+    with monkeypatch.context() as forced:
+        forced.setattr(PaimonSparkSubmitOperator, "execute", fails)
+        forced.setattr(SnapshotCatchUpSensor, "execute", fails)
+        failed = _load_dag().test(run_conf=conf)
+    states = _states(failed)
+    assert failed.state == "failed", states
+    assert (states["tag_main"], states["create_branch"], states["run_corrected_job"]) == (
+        "success", "success", "failed"
+    ), states
+    assert states["replace_main"] == "upstream_failed", states
+    hook = paimon_hook_for(orders_warehouse)
+    assert hook.tag_exists("db.orders_enriched", "before_fix1") and hook.branch_exists("db.orders_enriched", "fix1")
+    assert hook.get_latest_snapshot_id("db.orders_enriched") == main_before
+
+    # the same conf again is refused at validate (tag and branch exist), nothing changed
+    before = _files(orders_warehouse)
+    refused = _load_dag().test(run_conf=conf)
+    assert refused.state == "failed" and _states(refused)["validate"] == "failed"
+    assert _files(orders_warehouse) == before
+
+    run = _load_dag().test(run_conf={**conf, "if_exists": "skip"})
     states = _states(run)
     assert run.state == "success", states
     assert all(s == "success" for s in states.values()), states
+    assert _xcom(run, "tag_main")["skipped"] is True and _xcom(run, "create_branch")["skipped"] is True
 
     hook = paimon_hook_for(orders_warehouse)
     rows = read_rows(hook, "db.orders_enriched")
@@ -107,8 +139,14 @@ def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airf
     with LineageStore.from_url(lineage_url) as store:
         sources = store.source_data_lineages(job="enrich_orders.fixed.fix1")
         sinks = store.sink_data_lineages(job="enrich_orders.fixed.fix1")
+        replaced = _xcom(run, "replace_main")
+        (link,) = upstream(store, "db", "orders_enriched", replaced["main_snapshot_id"], depth=2)[:1]
+        deeper = upstream(store, "db", "orders_enriched", replaced["main_snapshot_id"], depth=2)[1:]
     assert [(s.table, s.snapshot_id, s.branch) for s in sources] == [("orders", 1, "main")]
     assert [(s.table, s.branch) for s in sinks] == [("orders_enriched", "fix1")]
+    # lineage follows replace-main: main's new snapshot <- the branch's <- the source
+    assert (link.branch, link.snapshot_id, link.job) == ("fix1", replaced["branch_snapshot_id"], "paimon.replace_main")
+    assert [(n.table, n.branch, n.snapshot_id) for n in deeper] == [("orders", "main", 1)]
 
 
 @pytest.mark.parametrize(
@@ -123,20 +161,52 @@ def test_correction_dag_replaces_main_with_corrected_rows(orders_warehouse, airf
         ({"job": "../etl"}, "not a Python identifier"),
         ({"max_lag": -1}, "max_lag"),
         ({"checkpoint": "__EXISTING__"}, "already exists (left by an earlier correction"),
+        ({"checkpoint": "__EXISTING__", "if_exists": "skip"}, "exists but branch 'correction' does not"),
+        ({"if_exists": "maybe"}, "if_exists must be one of fail, skip"),
+        ({"backup_name": "existing"}, "backup branch 'existing' already exists"),
+        ({"tag": "bad/tag"}, "tag_main: "),
+        ({"lineage_url": "not a url"}, "lineage_url"),
     ],
 )
 def test_validate_names_the_bad_param(orders_warehouse, conf, message):
+    """The validate task: the DAG's params, then every Paimon task's own preflight."""
     from airflow.sdk.exceptions import AirflowFailException
-    from data_correction import validate_params
+    from data_correction import validate_run
 
     _existing_branch_and_tag(orders_warehouse)
     if conf.get("checkpoint") == "__EXISTING__":
-        conf = {"checkpoint": orders_warehouse}  # any folder that exists
+        conf = {**conf, "checkpoint": orders_warehouse}  # any folder that exists
     params = {**_default_params(), "warehouse": orders_warehouse, **conf}
-    with pytest.raises(AirflowFailException, match="invalid params") as err:
-        validate_params(params)
+    before = _files(orders_warehouse)
+    with pytest.raises(AirflowFailException, match="invalid params|Paimon task") as err:
+        validate_run(params, {"params": params})
     assert message in str(err.value)
-    assert str(err.value).endswith("nothing was changed")
+    assert "nothing was changed" in str(err.value)
+    assert _files(orders_warehouse) == before
+
+
+def test_validate_checks_every_paimon_task_against_the_planned_warehouse(orders_warehouse):
+    """create_branch needs the tag tag_main makes, replace_main the branch: both only planned."""
+    from data_correction import validate_run
+
+    params = {**_default_params(), "warehouse": orders_warehouse, "cleanup": True}
+    result = validate_run(params, {"params": params})
+    assert [(c["task_id"], c["preflight"]) for c in result["preflight"]] == [
+        ("tag_main", "submit"), ("create_branch", "submit"), ("replace_main", "submit"), ("delete_branch", "submit"),
+    ]
+    # every problem at once, named by its task
+    _existing_branch_and_tag(orders_warehouse)
+    params = {**params, "branch": "existing", "tag": "before_correction_1", "backup_name": "existing"}
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException) as err:
+        validate_run(params, {"params": params})
+    text = str(err.value)
+    assert text.startswith("3 Paimon task(s) would fail; nothing was changed")
+    for expected in ("tag_main: tag 'before_correction_1' already exists",
+                     "create_branch: branch 'existing' already exists",
+                     "replace_main: backup branch 'existing' already exists"):
+        assert expected in text
 
 
 def _default_params() -> dict:

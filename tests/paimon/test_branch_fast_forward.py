@@ -190,6 +190,7 @@ def test_crash_at_every_step_reads_old_or_new_and_rerun_finishes(warehouse, tmp_
 def test_every_step_is_a_fault_point(warehouse):
     _, t, _, _ = scenario(warehouse, "ahead")
     faults.clear()
+    faults.record_points()
     ops.fast_forward(t, "fix")
     assert faults.seen_points() == STEPS
 

@@ -61,6 +61,16 @@ def scenario(warehouse: str, widen: bool = False):
     return catalog, t, rows(catalog), rows(catalog, branch="fix")
 
 
+def referenced_manifest_lists(warehouse: str) -> set[str]:
+    """Manifest lists named by any snapshot of main (the only ones that are not orphans here)."""
+    names = set()
+    for n in files_in(warehouse, "snapshot"):
+        if n.startswith("snapshot-"):
+            doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", n)))
+            names.update(doc.get(k) for k in ("baseManifestList", "deltaManifestList", "changelogManifestList"))
+    return names - {None}
+
+
 def snapshot_ids(warehouse: str) -> list[int]:
     return sorted(int(n[9:]) for n in files_in(warehouse, "snapshot") if n.startswith("snapshot-"))
 
@@ -208,8 +218,21 @@ def test_crash_at_every_step_reads_old_or_new_and_rerun_finishes(warehouse, step
 def test_every_step_is_a_fault_point(warehouse):
     _, t, _, _ = scenario(warehouse)
     faults.clear()
+    faults.record_points()
     ops.replace_main(t, "fix")
     assert faults.seen_points() == STEPS
+    faults.clear()
+
+
+def test_unarmed_fault_points_keep_nothing(warehouse, monkeypatch):
+    """In production (no fault armed) passing a point must not grow a list per call."""
+    _, t, _, _ = scenario(warehouse)
+    monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    faults.clear()
+    ops.replace_main(t, "fix")
+    for _ in range(10_000):
+        faults.check("replace_main.switch")
+    assert faults.seen_points() == []
 
 
 KILL_SCRIPT = textwrap.dedent(
@@ -274,8 +297,9 @@ def test_concurrent_commit_is_refused_never_lost(warehouse, monkeypatch, point):
     # the preparation was undone: no journal, no backup, no orphan manifest lists of ours
     assert not os.path.exists(os.path.join(table_dir(warehouse), ".branch-op.json"))
     assert "branch-bk" not in files_in(warehouse, "branch")
-    leftover = set(files_in(warehouse, "manifest")) - before_manifests
-    assert all(not n.startswith("manifest-list-") or "-" in n for n in leftover)
+    new_lists = {n for n in set(files_in(warehouse, "manifest")) - before_manifests if n.startswith("manifest-list-")}
+    assert new_lists, "the concurrent commit wrote manifest lists"
+    assert new_lists <= referenced_manifest_lists(warehouse), "replace-main left orphan manifest lists"
     result = ops.replace_main(t, "fix", backup_name="bk")
     assert rows(catalog) == new
     assert result["previous_main_snapshot_id"] == 5

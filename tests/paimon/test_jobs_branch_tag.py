@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -130,4 +129,17 @@ def test_launcher_subprocess_plain_python(warehouse, table):
     )
     assert proc.returncode == 2
     assert "PAIMON_ERROR" in proc.stderr and "KEY=VALUE" in proc.stderr
-    assert json.dumps(res)  # result is plain JSON
+
+
+@pytest.mark.parametrize("family", sorted(launcher.FAMILIES))
+def test_launcher_maps_every_family_to_a_job_module(family):
+    """Each family the launcher accepts names an importable module with ``main(argv)``."""
+    import importlib
+
+    module = importlib.import_module(launcher.FAMILIES[family])
+    assert callable(getattr(module, "main", None)), f"{module.__name__} has no main(argv)"
+
+
+def test_launcher_refuses_an_unknown_family(capsys):
+    assert launcher.main(["nope"]) == 2
+    assert "must be a job family (branch, compact, tag)" in capsys.readouterr().err

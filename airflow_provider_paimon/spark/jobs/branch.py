@@ -4,11 +4,19 @@ Commands: ``create``, ``delete``, ``rename``, ``fast-forward``, ``replace-main``
 ``list``. They change only metadata files, so no SparkSession is created; the job
 may still be launched by spark-submit (the Airflow operators do that), which only
 costs the JVM start. Prints ``PAIMON_RESULT {json}``; errors follow ``common.run_job``.
+
+Lineage: with a lineage store in ``$PAIMON_LINEAGE_URL`` (the operators put it there,
+never on the command line), ``replace-main`` and ``fast-forward`` record that main's
+new snapshot is the branch's snapshot (``lineage/branch_links.py``), so upstream and
+impact queries follow the replacement. The result then has a ``lineage`` entry. If the
+store cannot be written the job fails (exit 1) after the branch operation: a rerun
+does not redo the operation (it is already done) and records the link.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +24,7 @@ from typing import Any
 from .common import ArgumentError, catalog_options, new_parser, run_job
 
 COMMANDS = ("create", "delete", "rename", "fast-forward", "replace-main", "list")
+LINKED = ("fast-forward", "replace-main")  # commands whose result main reads from a branch
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -32,7 +41,37 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--backup-name")
         parser.add_argument("--backup-kind", choices=("branch", "tag"), default="branch")
         parser.add_argument("--no-backup", action="store_true")
+    if command in LINKED:
+        parser.add_argument("--lineage-database", default=None,
+                            help="lineage system database (store URL in $PAIMON_LINEAGE_URL)")
     return parser
+
+
+def _record_link(command: str, args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any] | None:
+    """Link main's snapshot to the branch snapshot it reads, when a store is configured."""
+    from ...lineage.url import DEFAULT_DATABASE, ENV_URL
+
+    url = os.environ.get(ENV_URL)
+    if not url:
+        return None
+    branch_snapshot = result.get("branch_snapshot_id", result.get("main_snapshot_id"))
+    main_snapshot = result.get("main_snapshot_id")
+    if branch_snapshot is None or main_snapshot is None:
+        return None
+    from ...lineage.branch_links import record_branch_link
+    from ...lineage.store import LineageStore
+
+    database, table = args.table.split(".", 1)
+    try:
+        with LineageStore.from_url(url, args.lineage_database or DEFAULT_DATABASE) as store:
+            link = record_branch_link(store, command, database, table, args.branch, branch_snapshot, main_snapshot)
+    except Exception as err:  # noqa: BLE001 - reported with what was done, and how to finish
+        raise RuntimeError(
+            f"{command} of {args.table} to branch {args.branch!r} is done (main snapshot "
+            f"{main_snapshot}), but its lineage link could not be recorded: {err}; rerun the "
+            f"task: the {command} is not repeated and the link is recorded"
+        ) from None
+    return link.to_dict()
 
 
 def _table(args: argparse.Namespace) -> Any:
@@ -66,6 +105,10 @@ def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
             )
         else:
             result = {"branches": [b.to_dict() for b in ops.list_branches(table)]}
+        if command in LINKED:
+            link = _record_link(command, args, result)
+            if link is not None:
+                result = {**result, "lineage": link}
         return {"command": command, "table": args.table, **result}
 
     return body

@@ -9,11 +9,12 @@ from __future__ import annotations
 import importlib
 import sys
 
+# Every family names a module with ``main(argv) -> int`` (a test imports each one).
+# Streaming jobs are user applications (``PaimonSparkSubmitOperator``), not a family.
 FAMILIES = {
     "branch": "airflow_provider_paimon.spark.jobs.branch",
     "tag": "airflow_provider_paimon.spark.jobs.tag",
     "compact": "airflow_provider_paimon.spark.jobs.compact",
-    "stream": "airflow_provider_paimon.spark.jobs.stream",
 }
 
 
