@@ -198,7 +198,7 @@ def _like(text: str) -> str:
 
 def _canon(value: Any) -> Any:
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(value + 0.0)  # -0.0 == 0.0 in SQL
+        return ("float", "nan" if math.isnan(value) else repr(value + 0.0))  # -0.0 == 0.0 in SQL
     if isinstance(value, bytes | bytearray):
         return ("bytes", bytes(value).hex())
     if isinstance(value, list):
