@@ -194,3 +194,18 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
             except subprocess.TimeoutExpired:
                 proc.kill()
         shutil.rmtree(logs / "work", ignore_errors=True)
+
+
+@pytest.fixture()
+def no_submit(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Record (and refuse) any spark-submit, so a test can assert none happened."""
+    from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+
+    calls: list = []
+
+    def refuse(self, *args, **kwargs):
+        calls.append(self.job_args)
+        raise AssertionError("spark-submit must not run")
+
+    monkeypatch.setattr(PaimonSparkJobHook, "submit", refuse)
+    return calls

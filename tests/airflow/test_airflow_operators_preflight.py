@@ -23,20 +23,6 @@ from airflow_provider_paimon.operators.branch import (
 from airflow_provider_paimon.operators.compaction import CompactionOperator, summarize
 from airflow_provider_paimon.operators.tag import TagCreateOperator, TagDeleteOperator
 
-
-@pytest.fixture()
-def no_submit(monkeypatch):
-    """Record (and refuse) any spark-submit, so a test can assert none happened."""
-    calls: list = []
-
-    def refuse(self, *args, **kwargs):
-        calls.append(self.job_args)
-        raise AssertionError("spark-submit must not run")
-
-    monkeypatch.setattr(PaimonSparkJobHook, "submit", refuse)
-    return calls
-
-
 CASES = [
     (BranchCreateOperator, dict(table="db.nope", branch="b"), "table db.nope does not exist"),
     (BranchCreateOperator, dict(table="nodot", branch="b"), "must be 'database.table'"),

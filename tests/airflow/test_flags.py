@@ -109,20 +109,6 @@ def test_integers_have_one_parser_too():
         optional_int(2.5, "max_retries")  # int(2.5) used to truncate it silently
 
 
-@pytest.fixture()
-def no_submit(monkeypatch):
-    from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
-
-    calls: list = []
-
-    def refuse(self, *args, **kwargs):
-        calls.append(self.job_args)
-        raise AssertionError("spark-submit must not run")
-
-    monkeypatch.setattr(PaimonSparkJobHook, "submit", refuse)
-    return calls
-
-
 @pytest.mark.parametrize("word", ["ture", "y"])
 def test_compaction_dry_run_typo_fails_before_submitting(wh, no_submit, word):
     before = wh.files()

@@ -129,18 +129,6 @@ def test_secret_conf_reaches_the_job_without_reaching_the_log(tmp_path, monkeypa
     assert "--properties-file" in logged and _leaks(logged) == []
 
 
-@pytest.fixture()
-def no_submit(monkeypatch):
-    calls: list = []
-
-    def refuse(self, *args, **kwargs):
-        calls.append(self.job_args)
-        raise AssertionError("spark-submit must not run")
-
-    monkeypatch.setattr(PaimonSparkJobHook, "submit", refuse)
-    return calls
-
-
 SPARK_CONN_DAG = """
 import json
 import os

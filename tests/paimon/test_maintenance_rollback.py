@@ -159,5 +159,7 @@ def test_crash_at_every_step_reads_and_rerun_finishes(warehouse, tmp_path, step)
 def test_every_step_is_a_fault_point(warehouse):
     catalog, t = history(warehouse)
     faults.clear()
+    faults.record_points()  # unarmed points record nothing unless asked
     rollback(t, snapshot_id=3)
     assert [p for p in faults.seen_points() if p.startswith("rollback.")] == STEPS
+    faults.clear()

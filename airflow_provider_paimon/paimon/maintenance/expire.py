@@ -55,7 +55,7 @@ from ..snapshots import (
 )
 from ..tag._common import resolve_branch
 from .options import Retention, resolve_retention
-from .references import FileSet, ManifestCache, branches_in_use, needed_files, snapshot_files, where
+from .references import FileSet, ManifestCache, needed_files, require_idle, snapshot_files, where
 
 JOURNAL_NAME = ".expire-op.json"
 STEPS = ("expire.journal", "expire.snapshots", "expire.hint", "expire.manifests", "expire.data")
@@ -100,12 +100,7 @@ def expire_snapshots(
         older_than=older_than,
         max_deletes=max_deletes,
     )
-    busy = branches_in_use(layout)
-    if key in busy:
-        raise ConcurrentModificationError(
-            f"{where(br)} is being changed by a {busy[key]}; rerun that operation to finish it, "
-            "then expire snapshots"
-        )
+    require_idle(layout, br, "expire snapshots")
     cache = ManifestCache(table, layout)
     resumed = None if dry_run else finish_pending(layout, cache)
     expire_ids, stop = plan_range(layout, br, settings)

@@ -310,3 +310,16 @@ def branches_in_use(layout: TableLayout) -> dict[str, str]:
     if backup.get("kind") == "branch" and backup.get("name"):
         out[str(backup["name"])] = why
     return out
+
+
+def require_idle(layout: TableLayout, branch: str | None, then: str = "") -> None:
+    """Refuse to touch ``branch`` while a pending branch operation changes it (rerun that first)."""
+    busy = branches_in_use(layout)
+    key = "main" if branch is None else branch
+    if key in busy:
+        from ..errors import ConcurrentModificationError
+
+        raise ConcurrentModificationError(
+            f"{where(branch)} is being changed by a {busy[key]}; rerun that operation to finish it"
+            + (f", then {then}" if then else " first")
+        )

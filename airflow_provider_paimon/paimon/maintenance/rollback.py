@@ -43,7 +43,7 @@ from ..snapshots import (
 from ..tag._common import resolve_branch
 from ..tag.delete import TagInUseError, branches_created_from
 from .expire import file_size, finish_pending, run_journal, summarize
-from .references import FileSet, ManifestCache, branches_in_use, needed_files, snapshot_files, where
+from .references import FileSet, ManifestCache, needed_files, require_idle, snapshot_files, where
 
 TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
 
@@ -66,11 +66,7 @@ def rollback(
     layout = TableLayout.of(table)
     br = resolve_branch(layout, branch, table)
     key = "main" if br is None else br
-    busy = branches_in_use(layout)
-    if key in busy:
-        raise ConcurrentModificationError(
-            f"{where(br)} is being changed by a {busy[key]}; rerun that operation to finish it first"
-        )
+    require_idle(layout, br)
     if tag is not None:
         validate_tag_name(tag)
         tag_doc = read_tag(layout, br, tag)

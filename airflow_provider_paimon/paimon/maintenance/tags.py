@@ -17,12 +17,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..errors import ConcurrentModificationError, InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..snapshots import TableLayout, read_tag, tag_names
 from ..tag._common import resolve_branch
 from ..tag.delete import branches_created_from
 from .expire import file_size, finish_pending, run_journal, summarize
-from .references import FileSet, ManifestCache, branches_in_use, needed_files, snapshot_files, where
+from .references import FileSet, ManifestCache, needed_files, require_idle, snapshot_files
 
 
 def tag_expiry(doc: dict[str, Any]) -> datetime | None:
@@ -42,11 +42,7 @@ def expire_tags(table: Any, *, branch: str | None = None, dry_run: bool = False)
     layout = TableLayout.of(table)
     br = resolve_branch(layout, branch, table)
     key = "main" if br is None else br
-    busy = branches_in_use(layout)
-    if key in busy:
-        raise ConcurrentModificationError(
-            f"{where(br)} is being changed by a {busy[key]}; rerun that operation to finish it first"
-        )
+    require_idle(layout, br)
     cache = ManifestCache(table, layout)
     resumed = None if dry_run else finish_pending(layout, cache)
     now = datetime.now()
