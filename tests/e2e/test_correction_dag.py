@@ -18,9 +18,13 @@ from conftest import DAGS, ORDERS, VENV_BIN
 
 
 def _load_dag():
+    """A fresh DAG object: ``dag.test(run_conf=...)`` leaves that conf in the DAG's params,
+    so reusing one object lets a run inherit the previous test's params."""
+    import importlib
+
     import data_correction
 
-    return data_correction.dag
+    return importlib.reload(data_correction).dag
 
 
 def _files(root: str) -> dict[str, int]:
