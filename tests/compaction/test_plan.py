@@ -143,3 +143,14 @@ def test_empty_table_plans_nothing(warehouse):
     table = make_table(warehouse)
     plan = plan_compaction(table, CompactionOptions())
     assert plan.is_empty and plan.snapshot_id is None
+
+
+def test_min_file_num_uses_the_one_integer_parser():
+    """compaction.min.file-num goes through option_values.parse_int: same words, same message."""
+    from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
+    from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+
+    assert CompactionOptions.from_mapping({"compaction.min.file-num": " 7 "}).min_file_num == 7
+    for bad in ("abc", "2.5", "", True):
+        with pytest.raises(InvalidArgumentError, match=r"^compaction\.min\.file-num must be an integer, got "):
+            CompactionOptions.from_mapping({"compaction.min.file-num": bad})

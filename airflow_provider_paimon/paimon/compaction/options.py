@@ -25,6 +25,7 @@ from typing import Any
 from pypaimon.common.memory_size import MemorySize
 
 from ..errors import InvalidArgumentError
+from ..option_values import parse_int
 
 TARGET_FILE_SIZE = "target-file-size"
 SMALL_FILE_RATIO = "compaction.small-file-ratio"
@@ -96,7 +97,7 @@ class CompactionOptions:
         if raw.get(SMALL_FILE_RATIO) is not None:
             kwargs["small_file_ratio"] = _parse_number(SMALL_FILE_RATIO, raw[SMALL_FILE_RATIO], float)
         if raw.get(MIN_FILE_NUM) is not None:
-            kwargs["min_file_num"] = _parse_number(MIN_FILE_NUM, raw[MIN_FILE_NUM], int)
+            kwargs["min_file_num"] = _required_int(MIN_FILE_NUM, raw[MIN_FILE_NUM])
         if raw.get(OPEN_FILE_COST) is not None:
             kwargs["open_file_cost"] = parse_size(OPEN_FILE_COST, raw[OPEN_FILE_COST])
         return cls(**kwargs)
@@ -127,9 +128,15 @@ def _parse_number(key: str, value: Any, kind: type) -> Any:
     try:
         return kind(str(value).strip())
     except ValueError:
-        raise InvalidArgumentError(
-            f"{key} must be {'an integer' if kind is int else 'a number'}, got {value!r}"
-        ) from None
+        raise InvalidArgumentError(f"{key} must be a number, got {value!r}") from None
+
+
+def _required_int(key: str, value: Any) -> int:
+    """The project's one integer parser (``option_values.parse_int``); blank is refused too."""
+    number = parse_int(value, key)
+    if number is None:
+        raise InvalidArgumentError(f"{key} must be an integer, got {value!r}")
+    return number
 
 
 def _table_option_map(table: Any) -> dict[str, str]:
