@@ -256,3 +256,26 @@ def test_partition_filter_refused_where_it_would_be_ignored(spark, world, tmp_pa
          .option("checkpointLocation", str(tmp_path / "ck")).start().awaitTermination(60))
     with pytest.raises(Exception, match="needs a partitioned table"):
         world["paimon"]("diff.plain", **{"partition-filter": "q = 1"}).count()
+
+
+def test_streaming_and_batch_readers_do_not_share_filters(spark, world, tmp_path):
+    """A filtered stream beside filtered batch queries on the same table: each gets its own rows."""
+    rows = world["rows"]
+    q_of = COLUMNS.index("q")
+    batch = world["paimon"]()
+    assert batch.where("q = 1").count() == sum(1 for r in rows if r[q_of] == 1)
+    query = (
+        spark.readStream.format("paimon").option("warehouse", world["warehouse"]).option("table", TABLE)
+        .load().where("q = 2").select("id")
+        .writeStream.format("memory").queryName("diff_stream_q2").trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+    )
+    try:
+        assert query.awaitTermination(300)
+        streamed = sorted(r[0] for r in spark.table("diff_stream_q2").collect())
+    finally:
+        query.stop()
+        spark.catalog.dropTempView("diff_stream_q2")
+    assert streamed == sorted(r[0] for r in rows if r[q_of] == 2)
+    assert batch.count() == len(rows)  # neither the stream's nor the batch's filter stuck
+    assert world["paimon"]().where("q = 3").count() == sum(1 for r in rows if r[q_of] == 3)
