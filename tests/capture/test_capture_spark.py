@@ -168,6 +168,9 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
                     os.remove(path)
             run_available_now()
             assert wait_until(lambda: capture.recorder.delivered > delivered)  # the replay's record
+            # COMPLETE comes from Spark's asynchronous query-terminated event: on a busy
+            # machine it can arrive after awaitTermination returns; wait for it before closing.
+            assert wait_until(lambda: [e["eventType"] for e in receiver.events].count("COMPLETE") == 2)
         finally:
             capture.close()
             receiver.stop()
