@@ -427,7 +427,7 @@ def _bind(where: str, node: Node, types: Mapping[str, str]) -> Callable[[Mapping
     """A function partition -> True/False/None (unknown) for ``node``, literals converted once."""
     if isinstance(node, BoolOp):
         parts = [_bind(where, n, types) for n in node.operands]
-        return _and(parts) if node.op == "AND" else _or(parts)
+        return _connective(parts, decisive=node.op == "OR")
     if isinstance(node, Not):
         inner = _bind(where, node.operand, types)
         return lambda p: None if (v := inner(p)) is None else not v
@@ -441,10 +441,10 @@ def _bind(where: str, node: Node, types: Mapping[str, str]) -> Callable[[Mapping
     if isinstance(node, Between):
         low = _convert(where, column, type_name, node.low)
         high = _convert(where, column, type_name, node.high)
-        inside = _and([
+        inside = _connective([
             lambda p: None if (v := get(p)) is None or low is None else v >= low,
             lambda p: None if (v := get(p)) is None or high is None else v <= high,
-        ])
+        ], decisive=False)
         return (lambda p: None if (v := inside(p)) is None else not v) if node.negated else inside
     values = [_convert(where, column, type_name, lit) for lit in node.literals]
     known = [v for v in values if v is not None]
@@ -478,28 +478,23 @@ def _reader(where: str, column: str, type_name: str) -> Callable[[Mapping[str, A
     return read
 
 
-def _and(parts: list[Callable[[Mapping[str, Any]], Truth]]) -> Callable[[Mapping[str, Any]], Truth]:
+def _connective(
+    parts: list[Callable[[Mapping[str, Any]], Truth]], decisive: bool
+) -> Callable[[Mapping[str, Any]], Truth]:
+    """AND (``decisive=False``) or OR (``decisive=True``) in SQL's three-valued logic.
+
+    One operand equal to ``decisive`` decides; else any unknown operand makes the
+    result unknown; else it is ``not decisive``.
+    """
+
     def evaluate(p: Mapping[str, Any]) -> Truth:
         unknown = False
         for part in parts:
             value = part(p)
-            if value is False:
-                return False
+            if value is decisive:
+                return decisive
             unknown = unknown or value is None
-        return None if unknown else True
-
-    return evaluate
-
-
-def _or(parts: list[Callable[[Mapping[str, Any]], Truth]]) -> Callable[[Mapping[str, Any]], Truth]:
-    def evaluate(p: Mapping[str, Any]) -> Truth:
-        unknown = False
-        for part in parts:
-            value = part(p)
-            if value is True:
-                return True
-            unknown = unknown or value is None
-        return None if unknown else False
+        return None if unknown else not decisive
 
     return evaluate
 
