@@ -23,6 +23,7 @@ from airflow_provider_paimon.operators.base import (
     optional_int,
     optional_str,
 )
+from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.names import validate_branch_name, validate_tag_name
 
 BACKUP_KINDS = ("tag", "branch")
@@ -143,7 +144,7 @@ class BranchRenameOperator(_BranchOperator):
         return [(self.table, self.new_name)]
 
 
-class _LinksLineage(_BranchOperator):
+class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
     """Replace-main and fast-forward: optionally link main's new snapshot to the branch's.
 
     :param lineage_conn_id: a ``paimon_lineage`` connection naming the store.
@@ -152,6 +153,8 @@ class _LinksLineage(_BranchOperator):
     """
 
     template_fields: Sequence[str] = (*_BranchOperator.template_fields, "lineage_url", "lineage_database")
+    # a rendered URL's password is masked before Airflow stores the rendered fields
+    secret_url_fields = ("lineage_url",)
 
     def __init__(
         self,

@@ -256,3 +256,17 @@ def test_warehouse_param_keeps_a_named_connections_options(wh):
     )
     cmd = op.make_job_hook({}).build_command()
     assert "metastore=filesystem" in cmd and wh.path in cmd
+
+
+@pytest.mark.parametrize("operator", [ReplaceMainBranchOperator, MergeBranchOperator])
+def test_branch_operators_mask_a_rendered_lineage_url(wh, operator):
+    """lineage_url is templated: its password is masked before Airflow stores rendered fields."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    secret = f"BranchLinkPw9031{operator.__name__}"  # the masker is process-wide: one per case
+    url = f"mysql+pymysql://etl:{secret}@127.0.0.1:3306/paimon"
+    op = operator(task_id=f"t_{operator.__name__}", table="db.events", branch="fix", lineage_url="{{ params.url }}")
+    assert secret in str(redact(url))  # unknown to the masker before rendering
+    op.render_template_fields({"params": {"url": url}})
+    assert op.lineage_url == url  # the task itself still sees the real value
+    assert secret not in str(redact(f"rendered {op.lineage_url}"))
