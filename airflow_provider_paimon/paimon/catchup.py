@@ -365,7 +365,8 @@ def check_catch_up(
     ``store`` is required when ``spec.job`` is set. ``catalog`` defaults to one opened
     on ``spec.warehouse``. Raises ``CatchUpError`` / ``TableNotFoundError`` /
     ``BranchNotFoundError`` for what waiting cannot fix; anything else (I/O, a store
-    outage) is for the caller to classify with ``is_transient``.
+    outage) is for the caller to classify with
+    ``lineage.retry.outlasts_a_poll``.
     """
     from .catalog import load_table, open_catalog
 
@@ -405,45 +406,3 @@ def check_catch_up(
     if pending is not None:  # never "caught up" before the job has recorded anything
         return CatchUpResult(result.sources, result.max_lag_snapshots, pending=pending)
     return result
-
-
-# Errors that a later poke can outlive: connection refused/reset, timeouts, a
-# database that is restarting. Auth failures and unknown databases are permanent.
-_PERMANENT_DB_CODES = {1044, 1045, 1049, 1698}  # MySQL: access denied, unknown database
-_PERMANENT_TEXT = ("access denied", "authentication failed", "password authentication",
-                   "does not exist", "unknown database")
-
-
-def is_transient(error: BaseException) -> bool:
-    """Whether ``error`` may go away by itself (retry on the next poke) or is permanent.
-
-    Our own ``PaimonError``s are permanent (bad names, unknown table/branch/job/consumer),
-    as are configuration errors (a malformed store URL, a missing driver). Connection
-    and timeout errors are transient, unless the server said "access denied" or
-    "unknown database" (fixing those needs a person).
-    """
-    # The store's own "cannot reach the server" error is a PaimonError but transient.
-    # Matched by name: this layer does not import the lineage package.
-    if any(c.__name__ == "LineageStoreUnavailableError" for c in type(error).__mro__):
-        return not any(t in str(error).lower() for t in _PERMANENT_TEXT)
-    if isinstance(error, (PaimonError, ValueError, TypeError, KeyError, ImportError)):
-        return False
-    try:
-        from sqlalchemy import exc as sa_exc
-    except ImportError:  # pragma: no cover - sqlalchemy is a dependency
-        sa_exc = None
-    if sa_exc is not None:
-        if isinstance(error, (sa_exc.ArgumentError, sa_exc.NoSuchModuleError)):
-            return False
-        if isinstance(error, sa_exc.DBAPIError):
-            orig = getattr(error, "orig", None)
-            args = getattr(orig, "args", ()) or ()
-            if args and isinstance(args[0], int) and args[0] in _PERMANENT_DB_CODES:
-                return False
-            text = str(orig or error).lower()
-            if any(t in text for t in _PERMANENT_TEXT):
-                return False
-            return isinstance(error, (sa_exc.OperationalError, sa_exc.InterfaceError))
-        if isinstance(error, sa_exc.TimeoutError):
-            return True
-    return isinstance(error, (OSError, TimeoutError, ConnectionError))

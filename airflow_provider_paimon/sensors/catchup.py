@@ -4,7 +4,8 @@ Seed 004's correction workflow runs a corrected job into a branch while the old 
 keeps writing main, and may only replace main once the branch job has consumed what
 its sources hold. This sensor answers "caught up?" from the lineage store's data
 lineage (``job=``) or from a Paimon consumer file (``consumer_id=``); the work is in
-``airflow_provider_paimon.paimon.catchup``, shared with the trigger.
+``airflow_provider_paimon.paimon.catchup``, asked through ``CatchUpHook`` by both
+the sensor and the trigger.
 
 Modes follow Airflow 3 sensors: ``poke`` and ``reschedule`` run the check on a worker;
 ``deferrable=True`` (default: Airflow's ``[operators] default_deferrable``) checks once
@@ -29,14 +30,14 @@ from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
-from airflow_provider_paimon.paimon.catchup import is_transient
-from airflow_provider_paimon.triggers.catchup import (
-    CatchUpChecker,
-    SnapshotCatchUpTrigger,
+from airflow_provider_paimon.hooks.catchup import CatchUpHook
+from airflow_provider_paimon.lineage.retry import outlasts_a_poll
+from airflow_provider_paimon.operators.templated_secrets import (
+    MaskRenderedSecrets,
     refuse_secrets_message,
     trigger_secret_problems,
 )
+from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
 
 
 class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
@@ -139,7 +140,7 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         self.lineage_database = lineage_database
         self.wait_for_job_start = wait_for_job_start
         self.deferrable = deferrable
-        self._checker: CatchUpChecker | None = None
+        self._checker: CatchUpHook | None = None
 
     def check_kwargs(self) -> dict[str, Any]:
         """The check's arguments as plain values (what the trigger serializes).
@@ -194,11 +195,11 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
 
     def poke(self, context: Any) -> bool | PokeReturnValue:
         if self._checker is None:
-            self._checker = CatchUpChecker(**self.check_kwargs())
+            self._checker = CatchUpHook(**self.check_kwargs())
         try:
             result = self._checker.check()
         except Exception as err:
-            if is_transient(err):
+            if outlasts_a_poll(err):
                 self.log.warning("catch-up check failed, retrying next poke: %s: %s", type(err).__name__, err)
                 return False
             raise AirflowFailException(f"{type(err).__name__}: {err}") from err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_paimon.lineage.errors import LineageStoreUnavailableError
+from airflow_provider_paimon.lineage.retry import outlasts_a_poll
 from airflow_provider_paimon.paimon.catchup import (
     CatchUpSpec,
     ConsumerNotFoundError,
@@ -11,7 +13,6 @@ from airflow_provider_paimon.paimon.catchup import (
     check_catch_up,
     compute_catch_up,
     count_data_snapshots_after,
-    is_transient,
 )
 from airflow_provider_paimon.paimon.errors import (
     BranchNotFoundError,
@@ -131,10 +132,13 @@ def test_clear_errors(tables):
 def test_transient_or_permanent():
     import sqlalchemy as sa
 
-    assert not is_transient(TableNotFoundError("x"))
-    assert not is_transient(sa.exc.ArgumentError("bad url"))
-    assert is_transient(ConnectionRefusedError(111, "refused"))
-    assert is_transient(sa.exc.OperationalError("SELECT 1", {}, Exception(2003, "Can't connect")))
-    assert not is_transient(
+    assert not outlasts_a_poll(TableNotFoundError("x"))
+    assert not outlasts_a_poll(sa.exc.ArgumentError("bad url"))
+    assert outlasts_a_poll(ConnectionRefusedError(111, "refused"))
+    assert outlasts_a_poll(sa.exc.OperationalError("SELECT 1", {}, Exception(2003, "Can't connect")))
+    assert not outlasts_a_poll(
         sa.exc.OperationalError("SELECT 1", {}, Exception(1045, "Access denied for user"))
     )
+    # The store's own "cannot reach the server" is one of our errors, yet it may pass.
+    assert outlasts_a_poll(LineageStoreUnavailableError("lineage store at mysql://h unreachable"))
+    assert not outlasts_a_poll(LineageStoreUnavailableError("unreachable: Access denied for user 'x'"))

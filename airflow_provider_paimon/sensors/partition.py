@@ -1,0 +1,185 @@
+"""PaimonPartitionSensor: wait until a partition (``dt={{ ds }}``) has data, or is done.
+
+Two conditions, chosen with ``wait_for`` (``mode`` is taken: it is Airflow's
+poke/reschedule switch):
+
+* ``has_data``: the latest snapshot of the branch has a live data file in the
+  partition (an overwrite that emptied it counts as no data);
+* ``done``: the partition's ``_SUCCESS`` file exists, as Paimon Java's
+  ``partition.mark-done-action=success-file`` writes it (Flink/Spark writers with
+  ``partition.mark-done-when-end-input``, the ``mark_partition_done`` procedure, or our
+  ``MarkPartitionDoneOperator``).
+
+The work is in ``airflow_provider_paimon.paimon.partition_status``. ``deferrable=True``
+checks once on the worker and hands the wait to ``PaimonPartitionTrigger`` (no worker
+slot held); only connection ids are serialized, never secrets. The XCom result is the
+partition's status (path, snapshot id, file and row counts, success file times).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from airflow.configuration import conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
+
+from airflow_provider_paimon.lineage.retry import outlasts_a_poll
+from airflow_provider_paimon.operators.templated_secrets import (
+    MaskRenderedSecrets,
+    refuse_secrets_message,
+    trigger_secret_problems,
+)
+from airflow_provider_paimon.triggers.partition import (
+    PaimonPartitionTrigger,
+    PartitionCheck,
+    check_partition_arg,
+    check_wait_for,
+)
+
+
+class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
+    """Succeed when ``partition`` of ``table`` (on ``branch``) has data, or is done.
+
+    :param table: ``db.table``.
+    :param partition: partition column -> value, templated, e.g. ``{"dt": "{{ ds }}"}``;
+        a leading prefix of the partition columns (``{"dt": ...}`` of a ``dt, hr`` table).
+        Values are text as in a partition spec; the table's ``partition.default-name``
+        selects the null partition.
+    :param wait_for: ``"has_data"`` (default) or ``"done"``; anything else fails at once.
+    :param branch: the branch whose latest snapshot is read (default main). A done mark
+        is the table's (Paimon Java writes ``_SUCCESS`` under the table root for every
+        branch).
+    :param warehouse: warehouse path/URI; blank: the ``paimon_conn_id`` connection's.
+    :param warehouse_options: extra catalog options (no secrets when deferrable).
+    :param paimon_conn_id: a ``paimon`` connection (warehouse, catalog options, secrets).
+    :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
+
+    An unknown table or branch, or a partition spec the table's columns do not accept,
+    fails the task at once; a warehouse that is briefly unreachable is retried next poke.
+    """
+
+    template_fields: Sequence[str] = (
+        "table",
+        "partition",
+        "wait_for",
+        "branch",
+        "warehouse",
+        "warehouse_options",
+        "paimon_conn_id",
+    )
+    secret_url_fields = ()
+    secret_option_fields = ("warehouse_options",)
+    ui_color = "#c8e6f5"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        partition: dict[str, Any],
+        wait_for: str = "has_data",
+        branch: str | None = None,
+        warehouse: str | None = None,
+        warehouse_options: dict[str, str] | None = None,
+        paimon_conn_id: str | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        check_wait_for(wait_for)
+        self.partition = check_partition_arg(partition)
+        self.table = table
+        self.wait_for = wait_for
+        self.branch = branch
+        self.warehouse = warehouse
+        self.warehouse_options = warehouse_options
+        self.paimon_conn_id = paimon_conn_id
+        self.deferrable = deferrable
+        self._checker: PartitionCheck | None = None
+
+    def check_kwargs(self) -> dict[str, Any]:
+        """The rendered arguments as plain values (what the trigger serializes)."""
+        return PartitionCheck(
+            table=self.table,
+            partition={k: (None if v is None else str(v)) for k, v in check_partition_arg(self.partition).items()},
+            wait_for=check_wait_for(self.wait_for),
+            branch=_blank_to_none(self.branch),
+            warehouse=_blank_to_none(self.warehouse),
+            warehouse_options=self.warehouse_options or None,
+            paimon_conn_id=_blank_to_none(self.paimon_conn_id),
+        ).kwargs()
+
+    def execute(self, context: Any) -> Any:
+        try:
+            check = self.check_kwargs()  # a rendered bad value fails here, before any I/O
+        except ValueError as err:
+            raise AirflowFailException(str(err)) from None
+        if not self.deferrable:
+            return super().execute(context)
+        problems = trigger_secret_problems(check)
+        if problems:
+            raise AirflowFailException(refuse_secrets_message(problems))
+        done = self.poke(context)  # already there: no trigger needed
+        if isinstance(done, PokeReturnValue) and done.is_done:
+            return done.xcom_value
+        self.log.info("deferring to the triggerer (poll every %ss)", self.poke_interval)
+        self.defer(
+            trigger=PaimonPartitionTrigger(
+                check=check, poll_interval=self.poke_interval, deadline=time.time() + self.timeout
+            ),
+            method_name="execute_complete",
+            # A backstop only: the trigger reports its own, clearer, timeout event first.
+            timeout=timedelta(seconds=self.timeout + max(60.0, self.poke_interval)),
+        )
+
+    def poke(self, context: Any) -> bool | PokeReturnValue:
+        if self._checker is None:
+            try:
+                self._checker = PartitionCheck(**self.check_kwargs())
+            except ValueError as err:
+                raise AirflowFailException(str(err)) from None
+        try:
+            met, status = self._checker.check()
+        except Exception as err:
+            message = self._checker.describe(err)
+            if outlasts_a_poll(err):
+                self.log.warning("partition check failed, retrying next poke: %s", message)
+                return False
+            raise AirflowFailException(message) from None
+        if met:
+            self.log.info("partition %s is %s", status["path"], _said(self.wait_for))
+            return PokeReturnValue(is_done=True, xcom_value=status)
+        self.log.info(
+            "partition %s not %s yet (snapshot %s, %s file(s))",
+            status["path"], _said(self.wait_for), status["snapshot_id"], status["file_count"],
+        )
+        return False
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
+        """Turn the trigger's event into the task's outcome (success/error/timeout)."""
+        status = (event or {}).get("status")
+        message = (event or {}).get("message") or "no details"
+        if status == "success":
+            return event.get("result")
+        if status == "timeout":
+            error: Exception = AirflowSensorTimeout(f"Sensor has timed out: {message}")
+        elif status == "error":
+            error = AirflowFailException(f"partition check failed: {message}")
+        else:
+            error = AirflowFailException(f"unexpected trigger event: {event!r}")
+        if self.soft_fail:
+            raise AirflowSkipException(f"Skipping due to soft_fail: {message}") from error
+        raise error
+
+
+def _said(wait_for: str) -> str:
+    return "holding data" if wait_for == "has_data" else "done"
+
+
+def _blank_to_none(value: Any) -> Any:
+    if isinstance(value, str) and not value.strip():
+        return None
+    return value

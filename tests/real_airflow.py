@@ -1,0 +1,202 @@
+"""A real Airflow 3 for tests: fresh PostgreSQL metadata DB, its processes, its REST API.
+
+Shared by the tests that need real components (scheduler, dag-processor, api-server,
+triggerer) rather than ``dag.test()``: the correction DAG's e2e test and the snapshot
+watcher's. Each process runs in its own process group so a test can stop it, or kill
+it (SIGKILL, as a crash would) and start it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VENV_BIN = str(Path(sys.executable).parent)
+AIRFLOW = os.path.join(VENV_BIN, "airflow")
+USER, PASSWORD = "admin", "real-airflow-pw"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def postgres_database(server_url: str, name: str):
+    """A fresh PostgreSQL database ``name`` (SQLAlchemy URL yielded); dropped afterwards."""
+    import sqlalchemy as sa
+
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.engine.make_url(server_url).set(drivername="postgresql+psycopg2", database=name)
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def airflow_env(home: Path, db_url: str, api_port: int, dags_folder: Path, **overrides: str) -> dict[str, str]:
+    """Environment of every process: this AIRFLOW_HOME and DB, LocalExecutor, simple auth."""
+    home.mkdir(parents=True, exist_ok=True)
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps({USER: PASSWORD}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PAIMON_LINEAGE"))}
+    env.update(
+        AIRFLOW_HOME=str(home),
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__EXECUTOR="LocalExecutor",
+        AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{api_port}/execution/",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=db_url,
+        AIRFLOW__CORE__AUTH_MANAGER="airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{USER}:admin",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(passwords),
+        AIRFLOW__API_AUTH__JWT_SECRET="real-airflow-e2e-secret-0123456789abcdef",
+        AIRFLOW__API__BASE_URL=f"http://127.0.0.1:{api_port}",
+        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
+        AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
+        AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="2",
+    )
+    env.update(overrides)
+    return env
+
+
+def migrate(env: dict[str, str]) -> None:
+    done = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def command(name: str, api_port: int) -> list[str]:
+    if name == "api-server":
+        return [AIRFLOW, "api-server", "--host", "127.0.0.1", "--port", str(api_port), "--workers", "1"]
+    return [AIRFLOW, name]
+
+
+class AirflowProcesses:
+    """The running components, by name; each in its own process group, logging to home."""
+
+    def __init__(self, home: Path, env: dict[str, str], api_port: int) -> None:
+        self.home, self.env, self.api_port = home, env, api_port
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str) -> subprocess.Popen:
+        with open(self.home / f"{name}.log", "a") as log:
+            proc = subprocess.Popen(
+                command(name, self.api_port), env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs[name] = proc
+        return proc
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the whole process group (the component and its children), as a crash."""
+        proc = self.procs.pop(name)
+        with _gone():
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            with _gone():
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with _gone():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        self.procs.clear()
+
+    def logs(self, tail: int = 2500) -> str:
+        return "\n".join(
+            f"--- {p.name} ---\n{p.read_text(errors='replace')[-tail:]}" for p in sorted(self.home.glob("*.log"))
+        )
+
+
+@contextmanager
+def airflow_processes(home: Path, env: dict[str, str], api_port: int, names: list[str]):
+    """Migrate the DB, start ``names``; stop every process group afterwards."""
+    migrate(env)
+    procs = AirflowProcesses(home, env, api_port)
+    try:
+        for name in names:
+            procs.start(name)
+        yield procs
+    finally:
+        procs.stop_all()
+
+
+@contextmanager
+def _gone():
+    try:
+        yield
+    except ProcessLookupError:
+        pass
+
+
+class Api:
+    """The bits of Airflow's REST API v2 tests need, with a bearer token."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.token: str | None = None
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(
+            self.base + path, method=method, headers=headers,
+            data=None if body is None else json.dumps(body).encode(),
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            return err.code, {"detail": err.read().decode(errors="replace")[:500]}
+
+    def login(self) -> None:
+        status, body = self.call("POST", "/auth/token", {"username": USER, "password": PASSWORD})
+        assert status in (200, 201), body
+        self.token = body["access_token"]
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.base + "/api/v2/monitor/health", timeout=5) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return False
+
+
+def wait_for(what: str, check: Any, timeout: float, procs: AirflowProcesses, every: float = 2.0) -> Any:
+    """Poll ``check`` until truthy; fail with the components' logs on timeout or a death."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        dead = {n: p.returncode for n, p in procs.procs.items() if p.poll() is not None}
+        if dead or time.monotonic() > deadline:
+            pytest.fail(f"{what}: {'processes died ' + str(dead) if dead else 'timed out'}\n{procs.logs()}")
+        time.sleep(every)
