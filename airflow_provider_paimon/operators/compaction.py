@@ -267,6 +267,10 @@ class CompactionOperator(PaimonSparkJobOperator):
             if str(value).strip().startswith("-"):
                 self.fail(f"option {key} must not be negative, got {value!r}")
 
+    def ol_committed_snapshot(self, result: dict[str, Any]) -> int | None:
+        """The COMPACT snapshot the job committed (not a later writer's)."""
+        return None if result.get("snapshot_id") is None else int(result["snapshot_id"])
+
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, optional_str(self.branch))]
 

@@ -15,6 +15,11 @@ Protocol (Paimon's own, with Spark's micro-batch id as the barrier):
   so when a crash hit between writing files and committing them, the replay deletes
   those orphans before committing its own files.
 
+After each micro-batch's commit the table's snapshot retention is applied to the
+branch written (``paimon.maintenance.after_commit``, as Paimon's sinks do; off with
+``write-only=true``). The sink's own newest snapshot is never expired
+(``snapshot.num-retained.min`` >= 1), which is what replay detection reads.
+
 Executors write files with the batch writer's task code (``writer.PaimonWriter``),
 so type conversion and file layout are the same as for ``df.write``. With
 ``precommit-compact=true`` the batch's small files are merged on the driver before
@@ -43,6 +48,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
+from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 
 from . import commit_events
 from .options import PaimonOptions
@@ -262,6 +268,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
         if snapshot is not None:
             self._publish(snapshot, batch_id, rows, replayed=False)
+            expire_after_commit(table, branch=self.plan.opts.branch, options=self.plan.opts.table_options)
 
     def _check_lineage_store(self, table: Any, task_messages: list[Any], batch_id: int) -> None:
         """``onStoreFailure=fail``: refuse to commit while the lineage store is down.

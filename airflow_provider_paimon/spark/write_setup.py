@@ -20,6 +20,8 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.catalog import load_table
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, TableNotFoundError
+from airflow_provider_paimon.paimon.maintenance.after_commit import check_write_options
+from airflow_provider_paimon.paimon.maintenance.options import writer_retention
 from airflow_provider_paimon.paimon.partitions import parse_partition_spec
 
 from .options import PaimonOptions
@@ -43,6 +45,7 @@ def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> Writ
         )
     if opts.overwrite_partition is not None and not overwrite:
         raise InvalidArgumentError("option 'overwrite-partition' needs mode('overwrite')")
+    writer_retention(opts.table_options)  # bad write-only / retention: refused before a table is created
     catalog = catalog_for(opts)
     try:
         stored = load_table(catalog, opts.table, opts.branch)  # without the write's options
@@ -61,6 +64,8 @@ def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> Writ
     table = open_table(opts, time_travel=False, catalog=catalog)
     _check_keys(opts, table)
     _check_partition_layout(opts, stored)
+    # write-only / snapshot retention: the commit expires with them, so check them now
+    check_write_options(stored, branch=opts.branch, options=opts.table_options)
     check_write_compatible(schema, table, opts.table)
     static = _static_partition(opts, table) if overwrite else None
     write_id = str(uuid.uuid4())

@@ -16,6 +16,10 @@ Failure handling:
 - if the commit itself fails, the files are deleted unless a snapshot by this
   write's ``commit_user`` exists (then the commit did land and the files are live).
 
+After a commit that produced a snapshot, the table's snapshot retention is applied to
+the branch written, as Paimon's writers do (``paimon.maintenance.after_commit``; off
+with ``write-only=true``); it never fails the committed write.
+
 Overwrite: ``mode("overwrite")`` replaces the whole table (or the partition given by
 option ``overwrite-partition``, its values parsed by column type on the driver; a task
 meeting a row outside it fails), in one OVERWRITE snapshot; with option
@@ -37,9 +41,10 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
 
-from . import commit_events, fast_append, lineage_guard
+from . import branch_redirect, commit_events, fast_append, lineage_guard
 from .options import PaimonOptions
 from .tables import open_table
 from .types import conform_batch
@@ -117,6 +122,7 @@ class PaimonWriter(DataSourceArrowWriter):
     # -- executor -------------------------------------------------------------
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        branch_redirect.check_task(self.plan.opts)  # before any file: a stale redirect fails here
         table = self._table()
         target = self.plan.table_arrow_schema
         writer: Any
@@ -186,6 +192,7 @@ class PaimonWriter(DataSourceArrowWriter):
             opts.event_listeners,
             opts.event_log,
         )
+        expire_after_commit(table, branch=opts.branch, options=opts.table_options)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         task_messages = _flatten(messages)

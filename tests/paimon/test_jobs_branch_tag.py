@@ -76,7 +76,7 @@ def test_full_correction_flow_in_process(capsys, warehouse, table):
     [
         (branch_job, [], 2, "first argument must be a command"),
         (branch_job, ["merge"], 2, "first argument must be a command"),
-        (tag_job, ["rename"], 2, "first argument must be a command"),
+        (tag_job, ["merge"], 2, "first argument must be a command"),
         (branch_job, ["create", "--table", "db.t", "--branch", "x"], 2, "--warehouse"),
         (branch_job, ["create", "W", "--table", "db.t"], 2, "required"),
         (branch_job, ["create", "W", "--table", "db.t", "--branch", "b", "--tag", "t", "--snapshot-id", "1"], 2,
@@ -142,4 +142,4 @@ def test_launcher_maps_every_family_to_a_job_module(family):
 
 def test_launcher_refuses_an_unknown_family(capsys):
     assert launcher.main(["nope"]) == 2
-    assert "must be a job family (branch, compact, tag)" in capsys.readouterr().err
+    assert "must be a job family (audit, branch, compact, maintenance, publish, tag)" in capsys.readouterr().err

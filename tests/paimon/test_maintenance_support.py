@@ -30,7 +30,11 @@ def read_rows(table: Any) -> list[tuple]:
 def meta_ids(tdir: str, branch: str | None, sub: str, prefix: str) -> list[str]:
     root = tdir if branch is None else os.path.join(tdir, "branch", f"branch-{branch}")
     d = os.path.join(root, sub)
-    return sorted(n[len(prefix):] for n in os.listdir(d) if n.startswith(prefix)) if os.path.isdir(d) else []
+    if not os.path.isdir(d):
+        return []
+    names = [n[len(prefix):] for n in os.listdir(d) if n.startswith(prefix)]
+    # snapshot ids in numeric order (as strings "15" < "9"); tag names alphabetically
+    return sorted(names, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
 
 
 def branches(tdir: str) -> list[str | None]:

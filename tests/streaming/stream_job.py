@@ -15,13 +15,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 
-def drain(spark, warehouse: str, checkpoint: str) -> None:
+def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None = None) -> None:
     """The query: db.src -> db.dst, one source snapshot per micro-batch, availableNow.
 
-    The kill test also runs it in its own session for the clean restart.
+    The kill test also runs it in its own session for the clean restart. ``options``:
+    catalog options (the S3 tests' endpoint and credentials).
     """
     df = (
         spark.readStream.format("paimon")
+        .options(**(options or {}))
         .option("warehouse", warehouse)
         .option("table", "db.src")
         .option("scan.mode", "from-snapshot")
@@ -31,6 +33,7 @@ def drain(spark, warehouse: str, checkpoint: str) -> None:
     )
     query = (
         df.writeStream.format("paimon")
+        .options(**(options or {}))
         .option("warehouse", warehouse)
         .option("table", "db.dst")
         .option("checkpointLocation", checkpoint)

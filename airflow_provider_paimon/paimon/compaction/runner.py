@@ -1,5 +1,10 @@
 """One compaction run: plan, rewrite, commit; re-plan and retry on a conflict.
 
+After a commit the run expires snapshots of the branch it compacted with the
+table's retention, as Paimon Java's compaction jobs do (``expire_after_commit``: the
+writers' rule, ``write-only=true`` turns it off, never raises); a dry run, or a run
+that committed nothing, expires nothing.
+
 The rewrite step is pluggable (``BinRewriter``): the Spark job rewrites bins in
 parallel on executors, tests and small tables can rewrite in-process. Every file a
 run writes carries one per-attempt prefix, so an attempt that fails (conflict,
@@ -12,11 +17,13 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConcurrentModificationError, InvalidArgumentError
+from ..maintenance.after_commit import check_write_options, expire_after_commit
+from ..snapshots import table_branch
 from .commit import CompactChange, commit_compaction
 from .errors import CompactionConflictError
 from .options import CompactionOptions
@@ -90,15 +97,21 @@ def compact(
     max_retries: int = 3,
     commit_user: str | None = None,
     before_commit: Callable[[int], None] | None = None,
+    run_options: Mapping[str, Any] | None = None,
 ) -> CompactionResult:
     """Compact ``table`` (already loaded on its branch) and return what happened.
 
     ``max_retries`` is how many times a conflicting attempt is re-planned and re-run.
     ``before_commit(attempt)`` is a hook between rewrite and commit (tests use it to
-    commit concurrently).
+    commit concurrently). ``run_options`` are the run's own table options
+    (``write-only``, ``snapshot.*``) over the table's, for the expiry after the commit;
+    bad values there or in the table are refused before anything is written, as the
+    writers refuse them.
     """
     if max_retries < 0:
         raise InvalidArgumentError(f"max retries must not be negative, got {max_retries}")
+    branch = table_branch(table)
+    check_write_options(table, branch=branch, options=run_options)
     rewriter = rewriter or rewrite_bins_locally(table)
     commit_user = commit_user or f"compaction-{uuid.uuid4()}"
     started = time.monotonic()
@@ -161,8 +174,26 @@ def compact(
             f"in {len(plan.bins)} bins (snapshot {snapshot.id})"
         )
         break
+    result.extra["expired"] = None
+    if result.committed:
+        result.extra["expired"] = _expire(table, branch, run_options, result)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _expire(table: Any, branch: str | None, run_options: Mapping[str, Any] | None,
+            result: CompactionResult) -> dict[str, Any] | None:
+    """Expire after the COMPACT commit, as Paimon Java's compaction jobs do.
+
+    Returns ``expire_after_commit``'s result without its file list (the XCom stays
+    small; the counts and ids say what went), or ``None`` when nothing was expired.
+    """
+    expired = expire_after_commit(table, branch=branch, options=run_options)
+    if not expired or not expired.get("expired_snapshot_ids"):
+        return None
+    ids = expired["expired_snapshot_ids"]
+    result.message += f"; expired snapshots {ids[0]}-{ids[-1]}"
+    return {k: v for k, v in expired.items() if k != "deleted_files"}
 
 
 def _fill_from_plan(result: CompactionResult, plan: CompactionPlan) -> None:

@@ -92,7 +92,6 @@ def expire_snapshots(
         raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}")
     layout = TableLayout.of(table)
     br = resolve_branch(layout, branch, table)
-    key = "main" if br is None else br
     settings = resolve_retention(
         latest_schema_options(layout, br),
         retain_max=retain_max,
@@ -101,8 +100,31 @@ def expire_snapshots(
         max_deletes=max_deletes,
     )
     require_idle(layout, br, "expire snapshots")
-    cache = ManifestCache(table, layout)
-    resumed = None if dry_run else finish_pending(layout, cache)
+    return expire_planned(table, layout, br, settings, dry_run=dry_run)
+
+
+def expire_planned(
+    table: Any,
+    layout: TableLayout,
+    br: str | None,
+    settings: Retention,
+    *,
+    dry_run: bool = False,
+    deadline: float | None = None,
+    finish_pending_run: bool = True,
+    shared_cache: bool = False,
+) -> dict[str, Any]:
+    """Expire ``br`` with resolved ``settings`` (the caller checked the branch is idle).
+
+    ``deadline`` (``time.monotonic()``) bounds the planning: past it,
+    ``references.TimeBoundExceeded`` is raised before anything is changed. Once the
+    journal is written the run always finishes (it deletes at most ``max_deletes``
+    snapshots and what only they needed). ``shared_cache``: keep manifests read in the
+    process-wide bounded cache (see ``references.ManifestCache``).
+    """
+    key = "main" if br is None else br
+    cache = ManifestCache(table, layout, shared=shared_cache)
+    resumed = None if dry_run or not finish_pending_run else finish_pending(layout, cache)
     expire_ids, stop = plan_range(layout, br, settings)
     result: dict[str, Any] = {
         "branch": key,
@@ -122,7 +144,7 @@ def expire_snapshots(
         doc = read_snapshot(layout, br, sid)
         if doc is not None:
             snapshot_files(doc, cache, f"snapshot {sid} of {where(br)}", candidates, live_only=False)
-    needed = needed_files(cache, exclude=(br, set(expire_ids)))
+    needed = needed_files(cache, exclude=(br, set(expire_ids)), only=set(candidates.kinds), deadline=deadline)
     if dry_run:
         doomed = {
             p: (k, candidates.sizes.get(p) or file_size(layout.file_io, p))
@@ -139,6 +161,7 @@ def expire_snapshots(
         "sizes": {p: s for p, s in candidates.sizes.items() if p not in needed},
     }
     done = run_journal(layout, cache, doc)
+    cache.forget(done)
     result.update(summarize(done, candidates, needed, dry_run, layout))
     return result
 
@@ -234,9 +257,9 @@ def _finish(layout: TableLayout, cache: ManifestCache, doc: dict[str, Any]) -> d
         fileops.write_atomic(io, layout.hint_path(br, "LATEST"), str(doc["latest"]))
     _fix_earliest_hint(layout, br)
     faults.check(f"{prefix}.hint")
-    needed = needed_files(cache)  # re-check: whatever appeared since planning is kept
-    deleted: dict[str, tuple[str, int]] = {}
     files: dict[str, str] = doc["files"]
+    needed = needed_files(cache, only=set(files))  # re-check: whatever appeared since planning is kept
+    deleted: dict[str, tuple[str, int]] = {}
     known = doc.get("sizes") or {}
     for phase, step in ((METADATA_KINDS, f"{prefix}.manifests"), (("data", "changelog"), f"{prefix}.data")):
         for path, kind in files.items():

@@ -21,11 +21,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from ..option_values import parse_bool
 
 RETAIN_MIN = "snapshot.num-retained.min"
 RETAIN_MAX = "snapshot.num-retained.max"
 TIME_RETAINED = "snapshot.time-retained"
 EXPIRE_LIMIT = "snapshot.expire.limit"
+WRITE_ONLY = "write-only"  # Paimon's: true = writers never expire (nor compact)
 
 DEFAULT_RETAIN_MIN = 10
 DEFAULT_RETAIN_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE
@@ -161,3 +163,16 @@ def resolve_retention(
         max_deletes=limit,
         sources={"retain_min": smin, "retain_max": smax, "older_than": sold, "max_deletes": slimit},
     )
+
+
+def writer_retention(options: dict[str, Any]) -> Retention | None:
+    """What a writer expires after its commit: ``None`` when ``write-only`` is true.
+
+    ``options`` are the branch's table options with the write's own options on top
+    (as Paimon's dynamic options). Every value is checked (an unknown ``write-only``
+    word, a bad count or duration raises), so a write can call this before it writes
+    anything and fail with the table unchanged.
+    """
+    if parse_bool(options.get(WRITE_ONLY), f"option {WRITE_ONLY!r}", False):
+        return None
+    return resolve_retention(options)

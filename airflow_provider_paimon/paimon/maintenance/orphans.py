@@ -18,7 +18,9 @@ with the journals of this provider added:
 - the metadata folders (``snapshot/``, ``schema/``, ``tag/``, ``consumer/`` of main
   and every branch) are never candidates, except hidden ``*.tmp`` files in them;
 - ``.branch-op.json`` is kept while its operation is unfinished (rerun that operation
-  to finish it); ``.expire-op.json`` is kept (rerun ``expire_snapshots``).
+  to finish it); a replace-main's or fast-forward's whose result is complete on disk
+  (killed just before removing it) is a stale journal, deleted once older than the
+  safety age; ``.expire-op.json`` is kept (rerun ``expire_snapshots``).
 
 Just before deleting, the used set is computed again, so a commit that landed during
 the listing keeps its files.
@@ -191,9 +193,13 @@ def _walk_remote(layout: TableLayout, directory: str, rel_dir: str):
         name = path.rsplit("/", 1)[-1]
         full = f"{directory}/{name}"
         is_dir = bool(getattr(status, "is_dir", False) or getattr(status, "type", None) == 3)
-        mtime = fileops.mtime_millis(io, full)
+        mtime = _listed_mtime(status)
+        if mtime is None:
+            mtime = fileops.mtime_millis(io, full)
         if is_dir:
             if rel_dir == "branch" and not name.startswith(BRANCH_PREFIX):
+                if mtime is None:  # an object store's "folder": the age of its newest object
+                    mtime = _newest_object_millis(io, full)
                 yield rel_dir, name, full, mtime, 0, True
                 continue
             yield from _walk_remote(layout, full, f"{rel_dir}/{name}" if rel_dir else name)
@@ -201,18 +207,47 @@ def _walk_remote(layout: TableLayout, directory: str, rel_dir: str):
             yield rel_dir, name, full, mtime, int(getattr(status, "size", 0) or 0), False
 
 
+def _listed_mtime(status) -> int | None:
+    """The modification time a listing already returned (saves a request per file on S3)."""
+    mtime = getattr(status, "mtime", None)
+    if mtime is None:
+        return None
+    return int(mtime.timestamp() * 1000) if hasattr(mtime, "timestamp") else int(mtime)
+
+
+def _newest_object_millis(io, directory: str) -> int | None:
+    from ..object_dirs import list_files
+
+    try:
+        times = [_listed_mtime(info) for _, info in list_files(io, directory)]
+    except OSError:
+        return None
+    times = [t for t in times if t is not None]
+    return max(times) if times else None
+
+
 def _finished_branch_op(layout: TableLayout) -> bool:
-    """True when ``.branch-op.json`` names a replace-main whose switch and hint are done.
+    """True when ``.branch-op.json`` names an operation a rerun would have nothing left to do for.
 
     Only then is the journal stale (its operation was killed just before removing it);
     anything else is an unfinished operation that its own rerun must complete.
     """
     from ..branch.journal import read_journal
-    from ..snapshots import read_hint, read_snapshot
 
     doc = read_journal(layout)
-    if not doc or doc.get("op") != "replace_main":
+    if not doc:
         return False
+    if doc.get("op") == "replace_main":
+        return _finished_replace_main(layout, doc)
+    if doc.get("op") == "fast_forward":
+        return _finished_fast_forward(layout, doc)
+    return False
+
+
+def _finished_replace_main(layout: TableLayout, doc: dict[str, Any]) -> bool:
+    """Replace-main is done when its switch and hint are (its last steps)."""
+    from ..snapshots import read_hint, read_snapshot
+
     plan = doc.get("plan") or {}
     n = plan.get("N")
     snap = read_snapshot(layout, None, int(n)) if n is not None else None
@@ -222,3 +257,46 @@ def _finished_branch_op(layout: TableLayout) -> bool:
     if backup and backup.get("kind") == "branch" and not layout.branch_exists(backup["name"]):
         return False
     return read_hint(layout, None, "LATEST") == int(n)
+
+
+def _uuid(doc: dict[str, Any] | None) -> Any:
+    return None if doc is None else doc.get("uuid")
+
+
+def _finished_fast_forward(layout: TableLayout, doc: dict[str, Any]) -> bool:
+    """Fast-forward is done when main holds its result (see ``branch.fast_forward``).
+
+    Checked against the plan, allowing for what may legitimately have happened since
+    (a pending journal blocks expiry and rollback of main and the branch, but not new
+    commits to main):
+
+    - every snapshot the plan copies is on main, the same snapshot (uuid) as the branch's;
+    - every snapshot the plan deletes is gone, or is a newer commit (made after the
+      operation started) that reuses the id;
+    - the tags it deletes are gone and the ones it copies are main's;
+    - the ``EARLIEST`` hint is right (the hints step is the last).
+    """
+    from ..snapshots import earliest_snapshot_id, read_hint, read_snapshot, read_tag
+
+    plan = doc.get("plan") or {}
+    branch = doc.get("branch")
+    if not branch or "copy_snapshots" not in plan:
+        return False
+    for sid in plan["copy_snapshots"]:
+        theirs = read_snapshot(layout, str(branch), int(sid))
+        if theirs is None or _uuid(read_snapshot(layout, None, int(sid))) != _uuid(theirs):
+            return False
+    started = int(doc.get("started") or 0)
+    for sid in plan.get("delete_snapshots") or []:
+        snap = read_snapshot(layout, None, int(sid))
+        if snap is not None and int(snap.get("timeMillis", 0)) < started:
+            return False
+    copied = set(plan.get("copy_tags") or [])
+    for name in plan.get("delete_tags") or []:
+        if name not in copied and read_tag(layout, None, name) is not None:
+            return False
+    for name in copied:
+        theirs = read_tag(layout, str(branch), name)
+        if theirs is not None and _uuid(read_tag(layout, None, name)) != _uuid(theirs):
+            return False
+    return read_hint(layout, None, "EARLIEST") == earliest_snapshot_id(layout, None)

@@ -24,6 +24,10 @@ never change once written, so one :class:`ManifestCache` reads each file once.
 from __future__ import annotations
 
 import io
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +43,14 @@ _PROBE = "__paimon_file__"
 
 class MissingMetadataError(FileNotFoundError):
     """A manifest list or manifest that a snapshot names is not there."""
+
+
+class TimeBoundExceeded(TimeoutError):
+    """Working out what is still needed took longer than the caller allowed.
+
+    Raised only while planning (before anything is deleted), so the caller can give up
+    with the table unchanged: a writer's after-commit expiry must not hold a commit.
+    """
 
 
 @dataclass(frozen=True)
@@ -74,13 +86,76 @@ class FileSet:
         return {p.rsplit("/", 1)[-1] for p in self.kinds}
 
 
-class ManifestCache:
-    """Reads manifest lists, manifests and index manifests once per file name."""
+class BoundedCache:
+    """A least-recently-used map bounded by total weight (entries held), thread-safe.
 
-    def __init__(self, table: Any, layout: TableLayout) -> None:
+    Manifest lists and manifests are immutable and uniquely named, so what was read
+    from one stays right for as long as it is kept; bounding by weight keeps the
+    memory of a long-running writer flat however many commits it makes.
+    """
+
+    def __init__(self, max_weight: int) -> None:
+        self.max_weight = max_weight
+        self.weight = 0
+        self._data: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return None
+            self._data.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: Any, value: Any, weight: int) -> None:
+        weight = max(1, weight)
+        if weight > self.max_weight:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self._data[key] = (value, weight)
+            self.weight += weight
+            while self.weight > self.max_weight:
+                _, (_, w) = self._data.popitem(last=False)
+                self.weight -= w
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def discard(self, key: Any) -> None:
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.weight = 0
+
+
+#: Shared by the writers' after-commit expiry (``ManifestCache(shared=True)``): a
+#: writer committing again and again re-reads only the manifests its new commits wrote.
+#: The bound (manifest-list and manifest entries held) keeps it to a few tens of MiB.
+SHARED_MANIFESTS = BoundedCache(max_weight=50_000)
+
+
+class ManifestCache:
+    """Reads manifest lists, manifests and index manifests once per file name.
+
+    ``shared=True`` also keeps them in :data:`SHARED_MANIFESTS` across instances
+    (keyed by the file's full path), for callers that run again and again in one
+    process, such as a writer expiring after each commit.
+    """
+
+    def __init__(self, table: Any, layout: TableLayout, *, shared: bool = False) -> None:
         self.table = table
         self.layout = layout
         self.manifest_dir = f"{layout.table_path}/{MANIFEST_DIR}"
+        self.shared = SHARED_MANIFESTS if shared else None
         self._lists: dict[str, list[tuple[str, int]]] = {}
         self._manifests: dict[str, list[Entry]] = {}
         self._index: dict[str, list[tuple[str, int]]] = {}
@@ -105,16 +180,34 @@ class ManifestCache:
 
         return list(fastavro.reader(io.BytesIO(self._read_bytes(path))))
 
+    def forget(self, paths: Any) -> None:
+        """Drop deleted files from the shared cache (their names never come back)."""
+        if self.shared is not None:
+            for path in paths:
+                self.shared.discard(("list", path))
+                self.shared.discard(("manifest", path))
+
     def manifest_list(self, name: str) -> list[tuple[str, int]]:
         """(manifest file name, size) of every manifest in the list ``name``."""
         if name not in self._lists:
-            recs = self._avro(f"{self.manifest_dir}/{name}")
-            self._lists[name] = [(r["_FILE_NAME"], int(r.get("_FILE_SIZE") or 0)) for r in recs]
+            key = ("list", f"{self.manifest_dir}/{name}")
+            hit = self.shared.get(key) if self.shared is not None else None
+            if hit is None:
+                recs = self._avro(f"{self.manifest_dir}/{name}")
+                hit = [(r["_FILE_NAME"], int(r.get("_FILE_SIZE") or 0)) for r in recs]
+                if self.shared is not None:
+                    self.shared.put(key, hit, len(hit))
+            self._lists[name] = hit
         return self._lists[name]
 
     def manifest(self, name: str) -> list[Entry]:
         """The entries of manifest ``name`` (ADD and DELETE, in order)."""
         if name not in self._manifests:
+            key = ("manifest", f"{self.manifest_dir}/{name}")
+            hit = self.shared.get(key) if self.shared is not None else None
+            if hit is not None:
+                self._manifests[name] = hit
+                return hit
             out = []
             for r in self._avro(f"{self.manifest_dir}/{name}"):
                 f = r["_FILE"]
@@ -133,6 +226,8 @@ class ManifestCache:
                 paths = (path, *(f"{parent}/{x}" for x in extra))
                 out.append(Entry(int(r["_KIND"]), ident, paths, int(f.get("_FILE_SIZE") or 0)))
             self._manifests[name] = out
+            if self.shared is not None:
+                self.shared.put(key, out, len(out))
         return self._manifests[name]
 
     def index_files(self, name: str) -> list[tuple[str, int]]:
@@ -182,14 +277,24 @@ def _io_path(path: str) -> str:
     return to_file_io_path(str(path))
 
 
-def snapshot_files(doc: dict[str, Any], cache: ManifestCache, owner: str, out: FileSet, *, live_only: bool) -> None:
+def snapshot_files(
+    doc: dict[str, Any],
+    cache: ManifestCache,
+    owner: str,
+    out: FileSet,
+    *,
+    live_only: bool,
+    entries_of: Callable[[str], list[Entry]] | None = None,
+) -> None:
     """Add every file snapshot document ``doc`` needs to ``out``.
 
     ``live_only``: data files only if they are alive in the snapshot (ADD entries not
     cancelled by a DELETE of the same file in its base or delta manifests), which is
     what a reader of the snapshot opens. Otherwise every data file any of its manifests
-    names (what orphan cleanup keeps, as Paimon Java's does).
+    names (what orphan cleanup keeps, as Paimon Java's does). ``entries_of`` replaces
+    ``cache.manifest`` to look at fewer entries (see ``needed_files``'s ``only``).
     """
+    entries_of = entries_of or cache.manifest
     mdir = cache.manifest_dir
     lists = [doc.get("baseManifestList"), doc.get("deltaManifestList")]
     manifests: list[str] = []
@@ -202,7 +307,7 @@ def snapshot_files(doc: dict[str, Any], cache: ManifestCache, owner: str, out: F
     if live_only:
         live: dict[tuple, Entry] = {}
         for mname in manifests:
-            for e in cache.manifest(mname):
+            for e in entries_of(mname):
                 if e.kind == KIND_ADD:
                     live[e.ident] = e
                 else:
@@ -210,7 +315,7 @@ def snapshot_files(doc: dict[str, Any], cache: ManifestCache, owner: str, out: F
         entries: list[Entry] = list(live.values())
     else:
         # every entry of a manifest names the same files whoever reads it: expand once
-        entries = [e for mname in manifests if mname not in out.expanded for e in cache.manifest(mname)]
+        entries = [e for mname in manifests if mname not in out.expanded for e in entries_of(mname)]
         out.expanded.update(manifests)
     for e in entries:
         for i, p in enumerate(e.paths):
@@ -223,7 +328,7 @@ def snapshot_files(doc: dict[str, Any], cache: ManifestCache, owner: str, out: F
             if mname in out.expanded:
                 continue
             out.expanded.add(mname)
-            for e in cache.manifest(mname):
+            for e in entries_of(mname):
                 for i, p in enumerate(e.paths):
                     out.add(p, "changelog", owner, e.size if i == 0 else None)
     index = doc.get("indexManifest")
@@ -246,15 +351,26 @@ def needed_files(
     exclude: tuple[str | None, set[int]] | None = None,
     exclude_tags: set[str] | None = None,
     live_only: bool = True,
+    only: set[str] | None = None,
+    deadline: float | None = None,
 ) -> FileSet:
     """Every file that a snapshot, tag or pending journal of any branch still needs.
 
     ``exclude`` = (branch, snapshot ids) leaves those snapshots out (the ones being
     expired), ``exclude_tags`` those tags of the same branch. A manifest that cannot be read makes this raise: without knowing what a
     retained snapshot needs, nothing may be deleted.
+
+    ``only``: the caller asks about these data/changelog file paths only (expiry's
+    candidates), so each manifest's entries are filtered to them once and every
+    retained snapshot merges just those: the answer for those paths is the same
+    (a file's liveness depends only on the entries naming it), at a fraction of the
+    cost when many snapshots are retained. ``deadline`` (``time.monotonic()``)
+    raises :class:`TimeBoundExceeded` once passed.
     """
     layout = cache.layout
     out = FileSet()
+    entries_of = None if only is None else _filtered_entries(cache, only)
+
     skip_branch, skip_ids = exclude if exclude is not None else (None, set())
     skip_key = "main" if skip_branch in (None, "", "main") else skip_branch
     for br in [None, *branch_names(layout)]:
@@ -262,17 +378,33 @@ def needed_files(
         for sid in snapshot_ids(layout, br):
             if key == skip_key and sid in skip_ids:
                 continue
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeBoundExceeded(f"still reading snapshots of {where(br)} at snapshot {sid}")
             doc = read_snapshot(layout, br, sid)
             if doc is not None:
-                snapshot_files(doc, cache, f"snapshot {sid} of {where(br)}", out, live_only=live_only)
+                snapshot_files(doc, cache, f"snapshot {sid} of {where(br)}", out, live_only=live_only,
+                               entries_of=entries_of)
         for tag in tag_names(layout, br):
             if key == skip_key and tag in (exclude_tags or ()):
                 continue
             doc = read_tag(layout, br, tag)
             if doc is not None:
-                snapshot_files(doc, cache, f"tag {tag!r} of {where(br)}", out, live_only=live_only)
+                snapshot_files(doc, cache, f"tag {tag!r} of {where(br)}", out, live_only=live_only,
+                               entries_of=entries_of)
     journal_files(cache, out)
     return out
+
+
+def _filtered_entries(cache: ManifestCache, only: set[str]) -> Callable[[str], list[Entry]]:
+    """``cache.manifest`` restricted to entries naming a path in ``only`` (each manifest filtered once)."""
+    filtered: dict[str, list[Entry]] = {}
+
+    def entries_of(name: str) -> list[Entry]:
+        if name not in filtered:
+            filtered[name] = [e for e in cache.manifest(name) if any(p in only for p in e.paths)]
+        return filtered[name]
+
+    return entries_of
 
 
 def journal_files(cache: ManifestCache, out: FileSet) -> None:

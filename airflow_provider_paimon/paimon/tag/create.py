@@ -2,14 +2,22 @@
 
 The tag file is the snapshot's JSON document, as Paimon Java writes a tag without a
 retention, so Java and pypaimon read it; it is created only if absent, in one step.
+
+With ``time_retained`` the document also carries Paimon Java's ``tagCreateTime``
+(``LocalDateTime.now()`` as Jackson writes it: ``[y, mo, d, h, mi(, s(, ns))]``) and
+``tagTimeRetained`` (a ``Duration`` as decimal seconds), as ``TagManager.createOrReplaceTag``
+does through ``Tag.fromSnapshotAndTagTtl``; ``maintenance.expire_tags`` (and Java's
+``TagTimeExpire``) delete the tag once ``tagCreateTime + tagTimeRetained`` has passed.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from .. import fileops
 from ..branch._common import snapshot_not_found
+from ..durations import duration_text, parse_duration
 from ..errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
 from ..names import validate_tag_name
 from ..snapshots import TableLayout, latest_snapshot_id, read_snapshot, read_tag, to_json
@@ -17,11 +25,21 @@ from ._common import resolve_branch
 
 
 def create_tag(
-    table: Any, tag: str, *, branch: str | None = None, snapshot_id: int | None = None
+    table: Any,
+    tag: str,
+    *,
+    branch: str | None = None,
+    snapshot_id: int | None = None,
+    time_retained: Any = None,
 ) -> dict[str, Any]:
-    """Tag ``snapshot_id`` (default: latest) of ``branch`` (default: main) as ``tag``."""
+    """Tag ``snapshot_id`` (default: latest) of ``branch`` (default: main) as ``tag``.
+
+    ``time_retained`` (a ``timedelta``, seconds, or ``"7 d"``): the tag expires that
+    long after now (see ``maintenance.expire_tags``); ``None``: it never expires.
+    """
     layout = TableLayout.of(table)
     validate_tag_name(tag)
+    retained = None if time_retained is None else parse_duration(time_retained, "time_retained", allow_zero=False)
     br = resolve_branch(layout, branch, table)
     where = "main" if br is None else f"branch {br!r}"
     if snapshot_id is not None and (isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id <= 0):
@@ -35,6 +53,22 @@ def create_tag(
     doc = read_snapshot(layout, br, snapshot_id)
     if doc is None:
         raise snapshot_not_found(layout, br, snapshot_id)
+    if retained is not None:
+        doc = with_retention(doc, retained, datetime.now())
     if not fileops.create_new(layout.file_io, layout.tag_path(br, tag), to_json(doc)):
         raise AlreadyExistsError(f"tag {tag!r} already exists on {where}")
-    return {"tag": tag, "branch": br or "main", "snapshot_id": snapshot_id}
+    out: dict[str, Any] = {"tag": tag, "branch": br or "main", "snapshot_id": snapshot_id}
+    if retained is not None:
+        out["time_retained"] = duration_text(retained)
+        out["time_retained_seconds"] = retained.total_seconds()
+    return out
+
+
+def with_retention(doc: dict[str, Any], retained: Any, created: datetime) -> dict[str, Any]:
+    """The snapshot document as a Java ``Tag`` with a TTL (``created`` is local time, as Java's)."""
+    from pypaimon.common.time_utils import duration_to_json_seconds, local_datetime_to_json_array
+
+    out = {k: v for k, v in doc.items() if k not in ("tagCreateTime", "tagTimeRetained")}
+    out["tagCreateTime"] = local_datetime_to_json_array(created)
+    out["tagTimeRetained"] = duration_to_json_seconds(retained)
+    return out

@@ -1,4 +1,4 @@
-"""List the tags of main or a branch."""
+"""List the tags of main or a branch (with their retention, when they have one)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ class TagInfo:
     schema_id: int
     commit_time_millis: int
     record_count: int | None
+    #: ``tagCreateTime`` as ISO local time, and ``tagTimeRetained`` in seconds (``None``: never expires)
+    created_at: str | None = None
+    time_retained_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -37,6 +40,16 @@ def list_tags(table: Any, *, branch: str | None = None) -> list[TagInfo]:
                 schema_id=int(doc["schemaId"]),
                 commit_time_millis=int(doc.get("timeMillis", 0)),
                 record_count=doc.get("totalRecordCount"),
+                **_retention(doc),
             )
         )
     return out
+
+
+def _retention(doc: dict[str, Any]) -> dict[str, Any]:
+    created, retained = doc.get("tagCreateTime"), doc.get("tagTimeRetained")
+    if created is None or retained is None:
+        return {}
+    from pypaimon.common.time_utils import json_array_to_local_datetime
+
+    return {"created_at": json_array_to_local_datetime(created).isoformat(), "time_retained_seconds": float(retained)}

@@ -6,7 +6,9 @@
 
 Prints ``PAIMON_RESULT {json}`` with ``files_before``, ``bytes_before``,
 ``files_after``, ``bytes_after``, ``snapshot_id`` (null when nothing was committed),
-``committed``, ``duration_s``, ``bins``, ``message`` (and ``plan`` on a dry run).
+``committed``, ``duration_s``, ``bins``, ``message`` (and ``plan`` on a dry run),
+``expired`` (what the expiry after the commit removed, as the writers expire: the
+table's ``snapshot.*`` retention unless ``write-only=true``; null when nothing went).
 Bad input (unknown table, branch or partition, a primary-key table, nonsensical
 options, a ``--where`` outside the whitelist of ``paimon/compaction/where.py``) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
 """
@@ -24,7 +26,14 @@ from ...paimon.compaction.plan import check_compactable, parse_partition_spec, p
 from ...paimon.compaction.runner import compact
 from ...paimon.compaction.where import table_partition_types, where_filter
 from ...paimon.errors import InvalidArgumentError
-from .common import ArgumentError, catalog_options, new_parser, parse_key_values, run_job
+from .common import (
+    ArgumentError,
+    catalog_options,
+    job_spark_session,
+    new_parser,
+    parse_key_values,
+    run_job,
+)
 
 log = logging.getLogger("airflow_provider_paimon.jobs.compact")
 
@@ -44,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE",
         help="override a table option for this run (target-file-size, "
-        "compaction.small-file-ratio, compaction.min.file-num, source.split.open-file-cost)",
+        "compaction.small-file-ratio, compaction.min.file-num, source.split.open-file-cost; "
+        "write-only, snapshot.num-retained.min/max, snapshot.time-retained, "
+        "snapshot.expire.limit for the expiry after the commit)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, commit nothing")
     parser.add_argument("--max-retries", type=int, default=3,
@@ -77,7 +88,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
             raise InvalidArgumentError("--where must not be blank")
         # parsed against a whitelist and evaluated in Python: the text never reaches Spark SQL
         partition_filter = where_filter(args.where, table_partition_types(table))
-    spark = spark or _spark_session()
+    spark = spark or job_spark_session("paimon-compact")
 
     from ..compaction import SparkBinRewriter
 
@@ -85,23 +96,13 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
                                 max_tasks=args.max_tasks)
     result = compact(
         table, options, rewriter=rewriter, partition_filter=partition_filter,
-        dry_run=args.dry_run, max_retries=args.max_retries,
+        dry_run=args.dry_run, max_retries=args.max_retries, run_options=overrides,
     ).to_dict()
     result.update({"table": args.table, "branch": args.branch or "main"})
     if args.dry_run and result.get("plan"):
         log.info("compaction plan:\n%s", json.dumps(result["plan"], indent=2, default=str))
     log.info("%s", result["message"])
     return result
-
-
-def _spark_session() -> Any:
-    """The running session (spark-submit's, or the caller's), else a local one."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    return SparkSession.builder.appName("paimon-compact").getOrCreate()
 
 
 def main(argv: list[str]) -> int:

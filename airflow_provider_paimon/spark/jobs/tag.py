@@ -1,4 +1,4 @@
-"""Job entry point for tag operations: ``launcher.py tag create|delete|list ARGS``.
+"""Job entry point for tag operations: ``launcher.py tag create|delete|rename|list ARGS``.
 
 Metadata only (no SparkSession). Prints ``PAIMON_RESULT {json}``; errors follow
 ``common.run_job``.
@@ -13,7 +13,7 @@ from typing import Any
 
 from .common import ArgumentError, catalog_options, new_parser, run_job
 
-COMMANDS = ("create", "delete", "list")
+COMMANDS = ("create", "delete", "rename", "list")
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -23,6 +23,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--branch", help="branch (default: main)")
     if command == "create":
         parser.add_argument("--snapshot-id", type=int, help="snapshot to tag (default: latest)")
+        parser.add_argument("--time-retained", help="retention: seconds or a Paimon duration ('7 d')")
+    if command == "rename":
+        parser.add_argument("--new-name", required=True)
     return parser
 
 
@@ -34,7 +37,10 @@ def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
         args = _parser(command).parse_args(argv)
         table = load_table(open_catalog(args.warehouse, catalog_options(args)), args.table)
         if command == "create":
-            result = ops.create_tag(table, args.tag, branch=args.branch, snapshot_id=args.snapshot_id)
+            result = ops.create_tag(table, args.tag, branch=args.branch, snapshot_id=args.snapshot_id,
+                                    time_retained=args.time_retained)
+        elif command == "rename":
+            result = ops.rename_tag(table, args.tag, args.new_name, branch=args.branch)
         elif command == "delete":
             result = ops.delete_tag(table, args.tag, branch=args.branch)
         else:
