@@ -14,7 +14,16 @@ show main -> run ``paimon_data_correction`` with ``dag.test()`` -> show main, th
 of the old main, and the data lineage of the corrected snapshots. Airflow's and
 Spark's own logs go to ``demo-output/airflow.log``. Nothing keeps running afterwards.
 
-Usage: ``bash scripts/demo.sh`` (bootstraps first) or ``.venv/bin/python scripts/demo.py``.
+With ``--warehouse s3`` the warehouse is ``s3://<bucket>/warehouse`` on a loopback S3
+server (``moto``, started here and stopped at the end): the ``paimon_default``
+connection carries its endpoint, region and path-style access in Extra and the access
+key / secret key in Login / Password, and every task and Spark job reaches the tables
+through it (docs/storage.md). The corrected job's streaming checkpoint stays on local
+disk (``demo-output/checkpoints``): Spark writes checkpoints through Hadoop, which
+needs hadoop-aws for ``s3a://``.
+
+Usage: ``bash scripts/demo.sh [--warehouse s3]`` (bootstraps first) or
+``.venv/bin/python scripts/demo.py [--warehouse s3]``.
 """
 
 from __future__ import annotations
@@ -47,6 +56,30 @@ ORDERS = [
     {"order_id": 5, "customer": "eve", "amount_cents": 4200},
 ]
 TIMINGS: list[tuple[str, float]] = []
+#: set by ``--warehouse s3``: the loopback server and the table's catalog options
+S3: dict[str, Any] = {}
+
+
+def warehouse_uri() -> str:
+    return S3["uri"] if S3 else str(WAREHOUSE)
+
+
+def catalog_options() -> dict[str, str]:
+    return {"warehouse": warehouse_uri(), **S3.get("options", {})}
+
+
+def start_s3() -> None:
+    """Start the loopback S3 server (moto) and make a bucket for the warehouse."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from s3support import ACCESS_KEY, REGION, SECRET_KEY, start_loopback_s3
+
+    server = start_loopback_s3()
+    bucket = server.new_bucket("demo")
+    S3.update(server=server, uri=f"s3://{bucket}/warehouse", options=server.options())
+    S3["connection"] = {
+        "conn_type": "paimon", "host": S3["uri"], "login": ACCESS_KEY, "password": SECRET_KEY,
+        "extra": {"endpoint": server.endpoint, "region": REGION, "path-style-access": "true"},
+    }
 
 
 def setup_environment(airflow_home: str) -> None:
@@ -59,8 +92,11 @@ def setup_environment(airflow_home: str) -> None:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home}/airflow.db",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-            "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": str(WAREHOUSE)}),
-            "PAIMON_WAREHOUSE": str(WAREHOUSE),
+            "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps(
+                S3.get("connection") or {"conn_type": "paimon", "host": str(WAREHOUSE)}
+            ),
+            # blank on S3: the DAGs then take the warehouse and its options from the connection
+            "PAIMON_WAREHOUSE": "" if S3 else str(WAREHOUSE),
             "PAIMON_LINEAGE_URL": LINEAGE_URL,
             "PAIMON_HOME": str(OUT / "paimon-home"),
             "PAIMON_PY_FILES_CACHE_DIR": os.path.join(airflow_home, "pyfiles"),
@@ -114,7 +150,7 @@ def create_tables() -> None:
     sink = pa.schema(
         [("order_id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64()), ("size", pa.string())]
     )
-    catalog = CatalogFactory.create({"warehouse": str(WAREHOUSE)})
+    catalog = CatalogFactory.create(catalog_options())
     catalog.create_database("db", True)
     catalog.create_table("db.orders", Schema.from_pyarrow_schema(source), False)
     catalog.create_table("db.orders_enriched", Schema.from_pyarrow_schema(sink), False)
@@ -125,7 +161,7 @@ def create_tables() -> None:
     commit.commit(write.prepare_commit())
     write.close()
     commit.close()
-    print(f"   warehouse {WAREHOUSE}: db.orders ({len(ORDERS)} orders, snapshot 1), db.orders_enriched (empty)")
+    print(f"   warehouse {warehouse_uri()}: db.orders ({len(ORDERS)} orders, snapshot 1), db.orders_enriched (empty)")
 
 
 def migrate_airflow_db() -> None:
@@ -157,7 +193,7 @@ def show_rows(title: str, branch: str | None = None) -> list[dict[str, Any]]:
     from correction_tasks import paimon_hook_for, read_rows
 
     with quiet():  # pypaimon logs each scan plan
-        hook = paimon_hook_for(str(WAREHOUSE))
+        hook = paimon_hook_for(None if S3 else str(WAREHOUSE))
         rows = sorted(read_rows(hook, "db.orders_enriched", branch), key=lambda r: r["order_id"])
         snapshot = hook.get_latest_snapshot_id("db.orders_enriched", branch)
     print(f"   {title} (snapshot {snapshot}):")
@@ -184,16 +220,29 @@ def show_lineage(job: str) -> None:
         print(f"   table lineage of {job!r}: reads {reads}, writes {writes}")
 
 
-def main() -> int:
+def parse_args(argv: list[str]) -> str:
+    """The warehouse kind from ``--warehouse file|s3`` (default ``file``); anything else is refused."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="demo", description="Correct a Paimon table with Airflow and Spark.")
+    parser.add_argument("--warehouse", choices=("file", "s3"), default="file",
+                        help="file: demo-output/warehouse; s3: a loopback S3 server (moto)")
+    return parser.parse_args(argv).warehouse
+
+
+def main(argv: list[str] | None = None) -> int:
+    kind = parse_args(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
+    if kind == "s3":
+        start_s3()
     airflow_home = tempfile.mkdtemp(prefix="paimon-demo-airflow-home-")
     setup_environment(airflow_home)
-    print(f"Paimon data-correction demo; logs: {LOG}")
+    print(f"Paimon data-correction demo ({kind} warehouse {warehouse_uri()}); logs: {LOG}")
     try:
-        with step("1. create source and sink tables (pypaimon, file warehouse)"):
+        with step(f"1. create source and sink tables (pypaimon, {kind} warehouse)"):
             create_tables()
         with step("2. Airflow metadata DB (SQLite, temp AIRFLOW_HOME)"):
             migrate_airflow_db()
@@ -202,6 +251,8 @@ def main() -> int:
         with step("4. main before the correction (amounts 10x too large: cents / 10)"):
             show_rows("db.orders_enriched on main")
         conf = {"branch": "correction", "tag": "before_correction", "backup_name": "main_before_correction"}
+        if S3:  # Spark's checkpoint goes through Hadoop: local unless hadoop-aws is installed
+            conf["checkpoint"] = str(OUT / "checkpoints" / "orders_enriched.correction")
         with step("5. correction DAG paimon_data_correction (dag.test, 4 spark-submits)"):
             run_dag("data_correction", conf)
         with step("6. after: main holds the corrected rows; the old main is kept as a branch"):
@@ -213,9 +264,12 @@ def main() -> int:
             show_lineage("enrich_orders.original")
     finally:
         shutil.rmtree(airflow_home, ignore_errors=True)
+        if S3:
+            S3["server"].stop()
     total = time.monotonic() - started
     print("\nTimings: " + ", ".join(f"step {t.split('.')[0]} {s:.0f} s" for t, s in TIMINGS) + f"; total {total:.0f} s")
-    print(f"Output kept in {OUT} (warehouse, lineage.db, airflow.log).")
+    kept = "lineage.db, airflow.log; the S3 server is stopped" if S3 else "warehouse, lineage.db, airflow.log"
+    print(f"Output kept in {OUT} ({kept}).")
     return 0
 
 

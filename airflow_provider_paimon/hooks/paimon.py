@@ -10,7 +10,12 @@ Connection layout:
 * **Extra** (JSON): catalog options passed to pypaimon as they are: ``metastore``
   (``filesystem`` by default, ``jdbc``, ``rest``), ``uri``, ``jdbc.*``, ``fs.*``/``s3.*``...
 * **Login / Password**: shortcuts for ``jdbc.user`` / ``jdbc.password`` (metastore
-  ``jdbc``) or the ``token`` (metastore ``rest``).
+  ``jdbc``) or the ``token`` (metastore ``rest``); for a file-system catalog whose
+  warehouse is on S3 (``s3://``, ``s3a://``), the access key id and secret key
+  (``fs.s3.accessKeyId`` / ``fs.s3.accessKeySecret``).
+* **S3 shortcuts in Extra** (warehouse on S3): ``endpoint``, ``region`` and
+  ``path-style-access`` stand for ``fs.s3.endpoint``, ``fs.s3.region`` and
+  ``fs.s3.path-style-access``; the full ``fs.s3.*`` names work too and win.
 
 Secret options follow the package's one secret policy (``paimon/secrets.py``): keys
 naming a credential (``password``, ``secret``, ``token``, ``key``, ``auth``...),
@@ -33,6 +38,7 @@ from airflow.sdk.log import mask_secret
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.secrets import (
     SECRET_KEY_MARKERS,
     is_secret,
@@ -42,6 +48,23 @@ from airflow_provider_paimon.paimon.secrets import (
 
 SECRET_MARKERS = SECRET_KEY_MARKERS
 _EXTRA_PREFIX = "extra__paimon__"
+#: warehouse schemes served by pypaimon's S3 file IO
+S3_SCHEMES = ("s3", "s3a", "s3n")
+#: short extra names of a warehouse on S3 -> pypaimon's option names
+S3_SHORTCUTS = {
+    "endpoint": "fs.s3.endpoint",
+    "region": "fs.s3.region",
+    "path-style-access": "fs.s3.path-style-access",
+    "path_style_access": "fs.s3.path-style-access",
+}
+S3_ACCESS_KEY_ID = "fs.s3.accessKeyId"
+S3_SECRET_KEY = "fs.s3.accessKeySecret"
+
+
+def is_s3_warehouse(warehouse: str) -> bool:
+    """True for ``s3://``, ``s3a://`` and ``s3n://`` warehouses (pypaimon's S3 file IO)."""
+    scheme, sep, _ = str(warehouse).strip().partition("://")
+    return bool(sep) and scheme.lower() in S3_SCHEMES
 
 
 def is_secret_option(key: str, value: str | None = None) -> bool:
@@ -90,7 +113,35 @@ def config_from_connection(
             options.setdefault("jdbc.password", password)
         elif metastore == "rest":
             options.setdefault("token", password)
+    if metastore == "filesystem" and is_s3_warehouse(warehouse):
+        _s3_options(options, login, password)
     return CatalogConfig(warehouse=warehouse, options=options)
+
+
+def _s3_options(options: dict[str, str], login: str | None, password: str | None) -> None:
+    """Map the connection's S3 shortcuts and credentials onto pypaimon's ``fs.s3.*`` names."""
+    for short, full in S3_SHORTCUTS.items():
+        if short in options:
+            value = options.pop(short)
+            options.setdefault(full, value)
+    style = "fs.s3.path-style-access"
+    if style in options:  # a flag fails closed: "ture" is an error, not virtual-host addressing
+        options[style] = "true" if parse_bool(options[style], f"extra {style}") else "false"
+    if login:
+        options.setdefault(S3_ACCESS_KEY_ID, login)
+    if password:
+        options.setdefault(S3_SECRET_KEY, password)
+    if bool(options.get(S3_ACCESS_KEY_ID)) != bool(options.get(S3_SECRET_KEY)):
+        given, missing = (
+            ("an access key id", "its secret key (Password)")
+            if options.get(S3_ACCESS_KEY_ID)
+            else ("a secret key", "its access key id (Login)")
+        )
+        raise ValueError(
+            f"the paimon connection gives {given} for the S3 warehouse but not {missing}; "
+            f"set both (Login/Password or extra {S3_ACCESS_KEY_ID}/{S3_SECRET_KEY}) or neither "
+            "(then the AWS default credential chain is used)"
+        )
 
 
 class PaimonHook(BaseHook):
@@ -311,3 +362,18 @@ def _snapshot_dict(snapshot: Any) -> dict[str, Any]:
         "delta_record_count": snapshot.delta_record_count,
         "watermark": snapshot.watermark,
     }
+
+
+def resolve_catalog_config(
+    warehouse: str | None, paimon_conn_id: str | None, warehouse_options: dict[str, str] | None
+) -> tuple[str, dict[str, str]]:
+    """Warehouse and options: ``warehouse`` alone, or through a ``paimon`` connection.
+
+    With neither (e.g. a templated warehouse rendered blank), the default
+    ``paimon_default`` connection. Runs where a check runs (worker or triggerer), so
+    secrets come from the connection there and are never serialized.
+    """
+    if warehouse and not paimon_conn_id:
+        return warehouse, dict(warehouse_options or {})
+    config = PaimonHook.for_task(warehouse, paimon_conn_id, catalog_options=dict(warehouse_options or {})).catalog_config
+    return config.warehouse, dict(config.options)

@@ -18,11 +18,17 @@ from pypaimon.catalog.catalog_exception import (
 
 from .errors import BranchNotFoundError, InvalidArgumentError, TableNotFoundError
 from .names import MAIN_BRANCH, is_main, parse_table_name
+from .storage import guard as guard_file_io
+from .storage import resolve as resolve_atomicity
 
 log = logging.getLogger(__name__)
 
-# Options that address the catalog rather than a table.
-CATALOG_OPTION_PREFIXES = ("warehouse", "metastore", "uri", "jdbc.", "token", "dlf.", "fs.", "s3.", "oss.", "hadoop.")
+# Options that address the catalog rather than a table (``commit.atomicity`` and the
+# commit lock are the warehouse's: see storage/atomicity.py).
+CATALOG_OPTION_PREFIXES = (
+    "warehouse", "metastore", "uri", "jdbc.", "token", "dlf.", "fs.", "s3.", "oss.", "hadoop.",
+    "commit.atomicity", "commit.lock.", "commit.conditional-put.",
+)
 
 
 def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
@@ -30,6 +36,10 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
 
     ``options`` are passed to pypaimon unchanged (``metastore=jdbc``/``rest``, ``uri``,
     credentials, file-system settings); ``warehouse`` wins over an option of that name.
+
+    On object storage the catalog's file IO is replaced by one whose create-if-absent
+    is real (``commit.atomicity``), so every table loaded from it commits safely; a
+    store with no safe mode configured is refused here, before anything is written.
     """
     if not warehouse or not str(warehouse).strip():
         raise InvalidArgumentError(
@@ -38,7 +48,12 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
         )
     conf = {str(k): str(v) for k, v in (options or {}).items()}
     conf["warehouse"] = str(warehouse)
-    return CatalogFactory.create(conf)
+    resolve_atomicity(conf["warehouse"], conf)  # fail closed before any I/O
+    catalog = CatalogFactory.create(conf)
+    file_io = getattr(catalog, "file_io", None)  # filesystem and JDBC catalogs; REST commits server-side
+    if file_io is not None:
+        catalog.file_io = guard_file_io(file_io, conf["warehouse"], conf)
+    return catalog
 
 
 def table_identifier(name: str, branch: str | None = None) -> str:

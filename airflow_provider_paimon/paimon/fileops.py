@@ -4,9 +4,9 @@ Paimon metadata files are tiny JSON documents; what matters is that a reader nev
 sees half of one and that "create only if absent" is a real compare-and-set, because
 that is how a snapshot commit wins or loses against a concurrent writer. On a local
 (or POSIX-like mounted) file system we use ``os.replace`` / ``os.link`` / ``os.rename``
-directly; on other pypaimon file systems (object stores) we fall back to pypaimon's
-``FileIO``, where a PUT is atomic per object but create-if-absent is only as strong as
-that store's conditional writes.
+directly. On other pypaimon file systems (object stores) a PUT is atomic per object,
+and create-if-absent goes through ``storage.create_if_absent``: a conditional PUT or a
+database lock as ``commit.atomicity`` says, never pypaimon's exists-then-move.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ def create_new(file_io: Any, path: str, text: str) -> bool:
     """
     lp = local_path(path)
     if lp is None:
-        return bool(file_io.try_to_write_atomic(path, text))
+        from .storage import create_if_absent
+
+        return create_if_absent(file_io, path, text)
     os.makedirs(os.path.dirname(lp), exist_ok=True)
     tmp = _tmp_name(lp)
     try:
@@ -152,6 +154,12 @@ def rename_dir(file_io: Any, src: str, dst: str) -> None:
 
     Raises ``FileExistsError`` if ``dst`` exists (POSIX rename would replace an empty
     directory silently; we never want that).
+
+    Object stores have no directory rename (pyarrow's S3 ``move`` refuses one): there
+    the objects are copied and the source deleted, under a claim object created with a
+    real create-if-absent beside ``dst``, so of two racing creators exactly one copies
+    and the other gets ``FileExistsError``. Readers may see ``dst`` fill up during the
+    copy (object stores list prefixes, not directories).
     """
     lp_src, lp_dst = local_path(src), local_path(dst)
     if lp_src is not None and lp_dst is not None:
@@ -159,10 +167,22 @@ def rename_dir(file_io: Any, src: str, dst: str) -> None:
             raise FileExistsError(dst)
         os.rename(lp_src, lp_dst)
         return
-    if file_io.exists(dst):
-        raise FileExistsError(dst)
-    if not file_io.rename(src, dst):
-        raise OSError(f"could not rename {src} to {dst}")
+    from .object_dirs import move_dir  # the object-store move, with its claim
+
+    move_dir(file_io, src, dst)
+
+
+def walk_files(file_io: Any, directory: str) -> list[str]:
+    """Paths of every file under ``directory`` (recursive), for non-local file systems."""
+    out: list[str] = []
+    base = directory.rstrip("/")
+    for name in list_names(file_io, base):
+        path = f"{base}/{name}"
+        if file_io.is_dir(path):
+            out.extend(walk_files(file_io, path))
+        else:
+            out.append(path)
+    return out
 
 
 def mtime_millis(file_io: Any, path: str) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .. import faults, fileops
+from .. import faults, fileops, object_dirs
 from ..errors import InvalidArgumentError
 from ..names import validate_branch_name, validate_tag_name
 from ..snapshots import TableLayout, read_snapshot, read_tag, schema_ids, table_branch, to_json
@@ -109,7 +109,7 @@ def publish_branch(layout: TableLayout, branch: str, files: dict[str, Any]) -> N
             name, doc = files["tag"]
             fileops.write_atomic(io, f"{stage_root}/tag/tag-{name}", to_json(doc))
         faults.check("create_branch.staged")
-        fileops.rename_dir(io, stage_root, layout.root(branch))
+        object_dirs.move_dir(io, stage_root, layout.root(branch))
     except BaseException:
         fileops.delete_tree(io, stage_root)
         raise

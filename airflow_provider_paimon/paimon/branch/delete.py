@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .. import fileops
+from .. import fileops, object_dirs
 from ..errors import InvalidArgumentError
 from ..names import validate_branch_name
 from ..snapshots import TableLayout
@@ -32,6 +32,6 @@ def delete_branch(table: Any, branch: str) -> dict[str, Any]:
         )
     refuse_if_pending(layout, branch)
     trash = f"{layout.branch_dir()}/.trash-{branch}-{uuid.uuid4().hex[:12]}"
-    fileops.rename_dir(layout.file_io, layout.root(branch), trash)
+    object_dirs.move_dir(layout.file_io, layout.root(branch), trash)
     fileops.delete_tree(layout.file_io, trash)
     return {"branch": branch, "deleted": True}

@@ -66,7 +66,8 @@ def remove_journal(layout: TableLayout) -> None:
 
 
 def describe(doc: dict[str, Any]) -> str:
-    return f"{doc.get('op', '?')} of branch {doc.get('branch', '?')!r} (started {doc.get('started', '?')})"
+    part = f", part of multi-table publish/undo {doc['publish']}" if doc.get("publish") else ""
+    return f"{doc.get('op', '?')} of branch {doc.get('branch', '?')!r} (started {doc.get('started', '?')}{part})"
 
 
 def refuse_if_pending(layout: TableLayout, branch: str) -> None:

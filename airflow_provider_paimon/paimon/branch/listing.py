@@ -6,14 +6,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import fileops
-from ..snapshots import TableLayout, branch_names, latest_snapshot_id
+from ..snapshots import TableLayout, branch_names, latest_snapshot_id, schema_ids
 from ._common import fallback_users
 
 
 @dataclass(frozen=True)
 class BranchInfo:
     """One branch. ``create_time_millis`` is the branch folder's modification time, as
-    Paimon's ``$branches`` system table reports it."""
+    Paimon's ``$branches`` system table reports it (on object stores, where folders
+    have no time, that of the branch's first schema file)."""
 
     name: str
     create_time_millis: int | None
@@ -32,9 +33,17 @@ def list_branches(table: Any) -> list[BranchInfo]:
     return [
         BranchInfo(
             name=name,
-            create_time_millis=fileops.mtime_millis(layout.file_io, layout.root(name)),
+            create_time_millis=_create_time(layout, name),
             latest_snapshot_id=latest_snapshot_id(layout, name),
             fallback_of=tuple(fallback_users(layout, name)),
         )
         for name in branch_names(layout)
     ]
+
+
+def _create_time(layout: TableLayout, name: str) -> int | None:
+    found = fileops.mtime_millis(layout.file_io, layout.root(name))
+    if found is not None:
+        return found
+    ids = schema_ids(layout, name)  # object stores: a "folder" is a key prefix, no mtime
+    return fileops.mtime_millis(layout.file_io, layout.schema_path(name, ids[0])) if ids else None

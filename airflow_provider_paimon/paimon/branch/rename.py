@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import fileops
+from .. import object_dirs
 from ..errors import InvalidArgumentError
 from ..names import validate_branch_name
 from ..snapshots import TableLayout
@@ -28,5 +28,5 @@ def rename_branch(table: Any, branch: str, new_name: str) -> dict[str, Any]:
             "renaming it would break their reads; change that option first"
         )
     refuse_if_pending(layout, branch)
-    fileops.rename_dir(layout.file_io, layout.root(branch), layout.root(new_name))
+    object_dirs.move_dir(layout.file_io, layout.root(branch), layout.root(new_name))
     return {"branch": new_name, "previous_name": branch}
