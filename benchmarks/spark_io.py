@@ -64,6 +64,13 @@ def write_paimon(df, warehouse: str, options: dict[str, str]) -> None:
     )
 
 
+def write_native(df, warehouse: str, options: dict[str, str]) -> None:
+    """``write_table``: Spark's Parquet writer writes the files, pypaimon commits (docs/datasource.md)."""
+    from airflow_provider_paimon.spark import write_table
+
+    write_table(df, "bench.native", warehouse=warehouse, options={"create-table": "true", **options})
+
+
 def workload_parser(description: str) -> argparse.ArgumentParser:
     """The options that pick the workload; every Spark-vs-Parquet benchmark shares them."""
     ap = argparse.ArgumentParser(description=description)
@@ -109,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         df = cached_input(spark, args)
         results: dict[str, dict[str, list[float]]] = {
-            "write": {"paimon": [], "parquet": []},
+            "write": {"paimon": [], "parquet": [], "native": []},
             "read": {"paimon": [], "parquet": []},
         }
         for rep in range(-1, args.repeat):  # rep -1 warms up both sides (untimed)
@@ -118,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             times = {}
             times["write", "parquet"], _ = timed(write_parquet, df, pq_path)
             times["write", "paimon"], _ = timed(write_paimon, df, wh, paimon_options)
+            times["write", "native"], _ = timed(write_native, df, wh, paimon_options)
             pq = spark.read.parquet(pq_path)
             pm = (
                 spark.read.format("paimon")
@@ -138,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
             if pq_hash != pm_hash:
                 print(f"MISMATCH: parquet hash {pq_hash} != paimon hash {pm_hash}")
                 return 1
+            if rep < 0:  # once: the native write's table reads back the same rows
+                native = full_scan(pm.sparkSession.read.format("paimon").option("warehouse", wh)
+                                   .option("table", "bench.native").load())
+                if native != pq_hash:
+                    print(f"MISMATCH: parquet hash {pq_hash} != native write hash {native}")
+                    return 1
             shutil.rmtree(pq_path, ignore_errors=True)
             shutil.rmtree(wh, ignore_errors=True)
 
@@ -163,8 +177,84 @@ def main(argv: list[str] | None = None) -> int:
                     f"{op:<6} {side:<8} {min(times):>8.2f} {statistics.median(times):>9.2f} "
                     f"{args.rows / min(times):>15,.0f}"
                 )
-            best, median = ratios(sides["paimon"], sides["parquet"])
-            print(f"{op:<6} ratio paimon/parquet throughput (best): {best:.2f}x (median: {median:.2f}x)")
+            for side in [s for s in sides if s != "parquet"]:
+                best, median = ratios(sides[side], sides["parquet"])
+                print(f"{op:<6} ratio {side}/parquet throughput (best): {best:.2f}x (median: {median:.2f}x)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        spark.stop()
+    return 0
+
+
+# ---------------------------------------------------------------- native read
+# python benchmarks/spark_io.py --native-read [--rows N] [--repeat R]
+# The same rows as a Paimon table (written once by the data source, partitioned by
+# ``part`` = id % 100, snappy like Spark) and as Spark Parquet partitioned the same
+# way; then, per round: a full scan, a 2-of-10-columns read and a 1%-of-partitions
+# read, each by read_table, Spark's Parquet and the paimon data source.
+
+NATIVE_READ_QUERIES = {
+    "full": lambda df: full_scan(df),
+    "2 cols": lambda df: df.selectExpr("sum(id) as a", "sum(amount) as b").collect()[0][:],
+    "1% parts": lambda df: full_scan(df),
+}
+
+
+def native_read_sides(spark, warehouse: str, parquet_path: str) -> dict[str, dict[str, object]]:
+    """For each query, the DataFrame each side reads (the 1% query selects partition 7)."""
+    from airflow_provider_paimon.spark.native import read_table
+
+    def source(**options: str):
+        return (
+            spark.read.format("paimon").option("warehouse", warehouse)
+            .option("table", "bench.events").options(**options).load()
+        )
+
+    pq = spark.read.parquet(parquet_path)
+    return {
+        "full": {"native": read_table(spark, "bench.events", warehouse=warehouse), "parquet": pq, "paimon": source()},
+        "2 cols": {
+            "native": read_table(spark, "bench.events", warehouse=warehouse), "parquet": pq, "paimon": source(),
+        },
+        "1% parts": {
+            "native": read_table(spark, "bench.events", warehouse=warehouse, filter="part = 7"),
+            "parquet": pq.where("part = 7"),
+            "paimon": source(**{"partition-filter": "part = 7"}),
+        },
+    }
+
+
+def native_read_main(args: argparse.Namespace) -> int:
+    spark = local_session("benchmark-native-read", master=args.master)
+    workdir = tempfile.mkdtemp(prefix="native-read-")
+    try:
+        df = make_df(spark, args.rows, args.partitions).selectExpr("*", "cast(id % 100 as int) as part")
+        wh, pq_path = os.path.join(workdir, "warehouse"), os.path.join(workdir, "parquet")
+        df.write.partitionBy("part").parquet(pq_path)
+        write_paimon(df, wh, {"partition-keys": "part", "file.compression": "snappy"})
+        times: dict[str, dict[str, list[float]]] = {q: {"native": [], "parquet": [], "paimon": []} for q in NATIVE_READ_QUERIES}
+        for rep in range(-1, args.repeat):  # rep -1 warms up every side (untimed)
+            sides = native_read_sides(spark, wh, pq_path)
+            for query, run in NATIVE_READ_QUERIES.items():
+                answers = {}
+                for side, frame in sides[query].items():
+                    elapsed, answers[side] = timed(run, frame.select(*sides[query]["parquet"].columns))
+                    print(f"rep {rep} {query} {side} {elapsed:.2f}s", flush=True)
+                    if rep >= 0:
+                        times[query][side].append(elapsed)
+                if len({repr(a) for a in answers.values()}) != 1:
+                    print(f"MISMATCH in {query}: {answers}")
+                    return 1
+            print(f"rep {rep} done", flush=True)
+        print(
+            f"\nnative read: rows={args.rows:,} columns=10 (+ part, 100 partitions) repeat={args.repeat} "
+            f"master={spark.sparkContext.master} cpus={os.cpu_count()} load average {os.getloadavg()[0]:.1f}"
+        )
+        print(f"{'query':<9} {'side':<8} {'best s':>8} {'median s':>9}  vs parquet (best / median)")
+        for query, sides_times in times.items():
+            for side, ts in sides_times.items():
+                best, median = ratios(ts, sides_times["parquet"])
+                print(f"{query:<9} {side:<8} {min(ts):>8.2f} {statistics.median(ts):>9.2f}  {best:.2f}x / {median:.2f}x")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()
@@ -172,4 +262,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if "--native-read" in sys.argv[1:]:
+        raise SystemExit(native_read_main(workload_parser("native read").parse_args(
+            [a for a in sys.argv[1:] if a != "--native-read"])))
     raise SystemExit(main())

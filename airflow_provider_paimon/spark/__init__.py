@@ -12,13 +12,37 @@ SHORT_NAME = "paimon"
 
 
 def register(spark: Any) -> None:
-    """Register the ``paimon`` data source (and its streaming side) on ``spark``."""
-    from .datasource import PaimonDataSource
+    """Register the ``paimon`` data source (and its streaming side) on ``spark``.
 
-    spark.dataSource.register(PaimonDataSource)
+    Call it again after changing ``spark.paimon.branch.*`` with ``spark.conf.set``: the
+    data source carries the session's branch redirects as they are when it is registered.
+    """
+    from .branch_redirect import register_data_source
+
+    register_data_source(spark)  # PaimonDataSource, with the session's branch redirects
     from .lineage_source import PaimonLineageDataSource  # read-only lineage tables
 
     spark.dataSource.register(PaimonLineageDataSource)
     from .lineage_capture import enable_from_conf  # only when spark.paimon.lineage.* asks
 
     enable_from_conf(spark)
+
+
+# The native path (Spark's own file sources move the bytes), imported on first use so
+# that importing this package (the Airflow layer does) never loads pyspark.
+_NATIVE_EXPORTS = {
+    "read_table": ".native",
+    "plan_read": ".native",
+    "register_views": ".native",
+    "write_table": ".native",
+    "foreach_batch_writer": ".native",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _NATIVE_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)

@@ -8,6 +8,8 @@ error messages, and that every option we do not know goes through to Paimon
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -15,6 +17,8 @@ from airflow_provider_paimon.paimon.catalog import CATALOG_OPTION_PREFIXES
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
 from airflow_provider_paimon.paimon.option_values import bool_option, int_option
+
+from .jobs.common import CATALOG_OPTIONS_ENV
 
 # Options this data source interprets itself; they never reach Paimon as table options.
 OWN_OPTIONS = frozenset(
@@ -45,6 +49,69 @@ OWN_OPTIONS = frozenset(
 )
 
 OVERWRITE_MODES = ("static", "dynamic")
+
+#: catalog options of the task's ``paimon`` connection, JSON, set by the Airflow hook in
+#: the spark-submit environment (never on the command line); the variable the
+#: package's own jobs read too
+CONNECTION_OPTIONS_ENV = CATALOG_OPTIONS_ENV
+#: the connection's warehouse: its options apply to reads and writes of that warehouse
+#: only (and it is the default ``warehouse`` option)
+CONNECTION_WAREHOUSE_ENV = "PAIMON_CONNECTION_WAREHOUSE"
+
+
+def connection_defaults(warehouse: str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Catalog options the driver's environment holds for ``warehouse`` (else none).
+
+    This is how credentials (``fs.s3.accessKeySecret``...) reach the data source in a
+    submitted job without being ``.option()`` values, which Spark shows in the query
+    plan. They are read where Spark plans the query (the driver, whose Python workers
+    inherit its environment) and travel to executors inside the pickled reader/writer,
+    like every other option. With ``PAIMON_CONNECTION_WAREHOUSE`` set, they apply only to that
+    warehouse, so a job reading a second warehouse never sends it these credentials.
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(CONNECTION_OPTIONS_ENV)
+    if not raw:
+        return {}
+    scope = env.get(CONNECTION_WAREHOUSE_ENV, "").strip()
+    if scope and not _same_warehouse(scope, warehouse or scope):
+        return {}
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"${CONNECTION_OPTIONS_ENV} is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise InvalidArgumentError(f"${CONNECTION_OPTIONS_ENV} must be a JSON object")
+    return {str(k).lower(): str(v) for k, v in doc.items() if str(k).lower() != "warehouse"}
+
+
+def _canonical_keys() -> dict[str, str]:
+    """pypaimon's mixed-case option names by their lower-case form.
+
+    Spark lower-cases data source option keys, but pypaimon looks its credentials up
+    case-sensitively (``fs.s3.accessKeyId``): a lower-cased key would be silently
+    ignored and the AWS default credential chain used instead.
+    """
+    import inspect
+
+    from pypaimon.common.options import config
+
+    names: dict[str, str] = {}
+    for _, cls in inspect.getmembers(config, inspect.isclass):
+        for value in vars(cls).values():
+            key = getattr(value, "key", None)
+            if callable(key):
+                try:
+                    name = key()
+                except TypeError:
+                    continue
+                if isinstance(name, str) and name != name.lower():
+                    names[name.lower()] = name
+    return names
+
+
+def _same_warehouse(a: str, b: str) -> bool:
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
 def _names(options: Mapping[str, str], key: str) -> list[str]:
     raw = options.get(key)
     if raw is None:
@@ -96,6 +163,10 @@ class PaimonOptions:
     event_listeners: list[str] = field(default_factory=list)
     event_log: str | None = None
     raw: dict[str, str] = field(default_factory=dict)
+    # branch redirect (branch_redirect.py): the conf key that chose ``branch``, and
+    # whether the redirects were resolved at all (tasks then re-check them)
+    redirect_key: str | None = None
+    redirect_checked: bool = False
 
     @property
     def database(self) -> str:
@@ -132,7 +203,10 @@ class PaimonOptions:
 def parse_options(options: Mapping[str, str]) -> PaimonOptions:
     """Validate Spark's option map; raise ``InvalidArgumentError`` naming the fix."""
     opts = {str(k).lower(): str(v) for k, v in dict(options).items() if v is not None}
-    warehouse = opts.get("warehouse", "").strip()
+    warehouse = opts.get("warehouse", "").strip() or os.environ.get(CONNECTION_WAREHOUSE_ENV, "").strip()
+    opts = {**connection_defaults(warehouse), **opts}  # options given explicitly win
+    if warehouse:
+        opts["warehouse"] = warehouse
     if not warehouse:
         raise InvalidArgumentError(
             "option 'warehouse' is missing: add .option('warehouse', 'file:///path/to/warehouse')"
@@ -161,13 +235,16 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         raise InvalidArgumentError(
             "options 'overwrite-partition' and 'overwrite-mode=dynamic' conflict; use one"
         )
+    canonical = _canonical_keys()
     catalog_options = {
-        k: v
+        canonical.get(k, k): v
         for k, v in opts.items()
         if k != "warehouse" and k not in OWN_OPTIONS and k.startswith(CATALOG_OPTION_PREFIXES)
     }
     table_options = {
-        k: v for k, v in opts.items() if k not in OWN_OPTIONS and k not in catalog_options and k != "warehouse"
+        k: v
+        for k, v in opts.items()
+        if k not in OWN_OPTIONS and not k.startswith(CATALOG_OPTION_PREFIXES) and k != "warehouse"
     }
     branch = opts.get("branch", "").strip() or None
     _refuse_filter_pushdown(opts)

@@ -33,7 +33,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from . import commit_events
+from . import branch_redirect, commit_events
 from .options import PaimonOptions
 from .partition_pruning import select_partitions
 from .tables import open_table
@@ -132,6 +132,7 @@ class PaimonReader(DataSourceReader):
     # -- executor -------------------------------------------------------------
 
     def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:
+        branch_redirect.check_task(self.opts)  # a redirect changed after planning fails here
         if not partition.splits:
             return
         table = open_table(self.opts)

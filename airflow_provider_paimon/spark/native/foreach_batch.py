@@ -1,0 +1,93 @@
+"""Exactly-once streaming with ``write_table``'s files: a ``foreachBatch`` function.
+
+``df.writeStream.foreachBatch(foreach_batch_writer("db.t", warehouse=..., checkpoint_location=...))``
+writes each micro-batch with Spark's Parquet writer (``write.write_files``) and
+commits it through the ``paimon`` streaming sink's own commit
+(``PaimonStreamWriter.commit``), so the guarantees are the sink's, not a copy of them:
+
+- the commit user is kept under ``checkpoint_location`` (``paimon-sink/sink.json``,
+  shared with nothing else) and the commit identifier is the micro-batch id, so a
+  batch Spark replays after a crash is recognised as committed and not committed
+  again (it is not even written: the check runs before Spark writes a file);
+- the batch's files are listed in ``paimon-sink/pending-<batch>`` before the commit,
+  so files of an attempt killed before its commit are deleted when the batch is
+  replayed;
+- a ``spark.paimon.branch.<db>.<table>`` redirect in the query's session conf picks
+  the branch, as for the sink;
+- ``precommit-compact``, the lineage store check and the commit event per batch
+  (``StreamCommitEvent`` with the batch id, which lineage capture pairs with the
+  query's progress) are the sink's.
+
+``checkpoint_location`` should be the query's own ``checkpointLocation`` (the state
+goes in its ``paimon-sink/`` folder, as the sink's does); it must not change while the
+query keeps its checkpoint. Append only: the sink's rules (``outputMode('append')``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+
+from .write import routed_events, write_files, write_options
+
+log = logging.getLogger(__name__)
+
+
+class ForeachBatchWriter:
+    """The driver-side callable ``(df, batch_id)`` for ``foreachBatch``."""
+
+    def __init__(
+        self,
+        table: str,
+        *,
+        checkpoint_location: str,
+        warehouse: str | None = None,
+        branch: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not str(checkpoint_location or "").strip():
+            raise InvalidArgumentError(
+                "foreach_batch_writer needs checkpoint_location (the query's checkpointLocation): "
+                "it keeps the commit user there, which makes replayed batches exactly-once"
+            )
+        self._args: dict[str, Any] = {
+            "table": table, "warehouse": warehouse, "branch": branch, "options": options,
+            "extra": {"checkpointlocation": str(checkpoint_location)},
+        }
+        # checked now (bad options, a branch contradicting the active session's redirect)
+        self.opts = write_options(**self._args)
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        from ..streaming_writer import create_stream_writer, last_committed_snapshot
+
+        # the branch as the query's session redirects it now (the sink's checkpoint
+        # state refuses a branch other than the one its earlier batches committed to)
+        opts = write_options(**self._args, spark=df.sparkSession)
+        sink = create_stream_writer(opts, df.schema, overwrite=False)
+        table = sink._task_writer()._table()
+        batch_id = int(batch_id)
+        spark = df.sparkSession
+        with routed_events(spark):
+            done = last_committed_snapshot(table, sink.commit_user)
+            if done is not None and done.commit_identifier >= batch_id:
+                sink.commit([], batch_id)  # a replay: the sink drops it and republishes its event
+                return
+            task = write_files(spark, df, table, sink.plan)
+            sink.commit([task], batch_id)  # expires as the streaming sink does
+
+
+def foreach_batch_writer(
+    table: str,
+    *,
+    checkpoint_location: str,
+    warehouse: str | None = None,
+    branch: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> ForeachBatchWriter:
+    """The function to pass to ``writeStream.foreachBatch``: each micro-batch -> one snapshot."""
+    return ForeachBatchWriter(
+        table, checkpoint_location=checkpoint_location, warehouse=warehouse, branch=branch, options=options
+    )
