@@ -4,13 +4,16 @@ Imports neither Spark nor Airflow. Start with ``LineageStore.from_url(url)``; se
 docs/lineage.md for the schema, the API and the ``paimon-lineage`` command.
 """
 
+from .cascade import CascadePlan, CascadeTable, plan_cascade
 from .entities import DataLineage, LineageFilter, SnapshotRef, TableLineage
 from .errors import (
     InvalidLineageArgumentError,
+    LineageCycleError,
     LineageError,
     LineageStoreUnavailableError,
     ReadOnlyLineageError,
     SchemaVersionError,
+    UnknownLineageSnapshotError,
     UnsupportedBackendError,
 )
 from .queries import (
@@ -31,6 +34,11 @@ from .store import LineageStore
 from .url import DEFAULT_DATABASE, ENV_URL, default_url, mask_url
 
 __all__ = [
+    "CascadePlan",
+    "CascadeTable",
+    "LineageCycleError",
+    "UnknownLineageSnapshotError",
+    "plan_cascade",
     "DEFAULT_DATABASE",
     "ENV_URL",
     "LATEST_VERSION",

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import queries
+from . import cascade, queries
 from .errors import (
     InvalidLineageArgumentError,
     LineageError,
@@ -130,14 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--job")
     for name, text in (("upstream", "snapshots a snapshot was built from"),
                        ("downstream", "snapshots built from a snapshot"),
-                       ("impact", "every downstream snapshot derived from a source snapshot, per table")):
+                       ("impact", "every downstream snapshot derived from a source snapshot, per table"),
+                       ("cascade", "plan the correction of a bad snapshot: affected tables in order, "
+                                   "their branch points, bad snapshots and jobs")):
         cmd = sub.add_parser(name, parents=[common], help=text)
         cmd.add_argument("table", type=_table_arg, help="database.table (or database.table$branch_NAME)")
-        cmd.add_argument("snapshot", type=_snapshot_arg, help="snapshot id")
+        cmd.add_argument("snapshot", type=_snapshot_arg, help="snapshot id" + (" (the bad one)" if name == "cascade" else ""))
         cmd.add_argument("--branch", help="branch of the table (default main)")
         cmd.add_argument("--depth", type=_depth_arg,
-                         default=queries.DEFAULT_IMPACT_DEPTH if name == "impact" else 1,
-                         help="hops to follow (default %(default)s)")
+                         default=queries.DEFAULT_IMPACT_DEPTH if name in ("impact", "cascade") else 1,
+                         help=("table hops" if name == "cascade" else "hops") + " to follow (default %(default)s)")
         if name == "impact":
             cmd.add_argument("--onwards", action="store_true",
                              help="start from this and every later snapshot of the table")
@@ -209,6 +211,13 @@ def _run(args: argparse.Namespace, out: Any) -> int:
             return _emit(as_json, data, ("database", "table", "read by", "written by"), rows, out)
         database, table, branch = args.table
         branch = args.branch or branch
+        if cmd == "cascade":
+            plan = cascade.plan_cascade(store, database, table, args.snapshot, branch=branch, depth=args.depth)
+            rows = [(n, t.name, "(empty)" if t.branch_point is None else t.branch_point, _ranges(t.bad_snapshots),
+                     ", ".join(t.jobs), ", ".join(t.upstreams)) for n, t in enumerate(plan.tables, start=1)]
+            _warn_truncated(plan.truncated_reason)
+            return _emit(as_json, plan.to_dict(), ("order", "table", "branch point", "bad snapshots", "jobs", "after"),
+                         rows, out)
         if cmd == "impact":
             report = queries.impact(store, database, table, args.snapshot, branch=branch,
                                     depth=args.depth, onwards=args.onwards)
@@ -221,6 +230,17 @@ def _run(args: argparse.Namespace, out: Any) -> int:
         _warn_truncated(result.reason)
         rows = [(n.depth, n.database, n.table, n.branch, n.snapshot_id, n.job, n.barrier_id) for n in nodes]
         return _emit(as_json, nodes, ("depth", "database", "table", "branch", "snapshot", "job", "barrier"), rows, out)
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    """``1, 2, 3, 7`` as ``1-3, 7`` (a streaming table can have thousands of bad snapshots)."""
+    parts: list[str] = []
+    for i, value in enumerate(ids):
+        if i and value == ids[i - 1] + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{value}"
+        else:
+            parts.append(str(value))
+    return ", ".join(parts)
 
 
 def _warn_truncated(reason: str | None) -> None:

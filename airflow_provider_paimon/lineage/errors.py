@@ -36,3 +36,11 @@ class SchemaVersionError(LineageError):
 
 class ReadOnlyLineageError(LineageError):
     """Something tried to write lineage tables through a read-only path (Spark)."""
+
+
+class UnknownLineageSnapshotError(InvalidLineageArgumentError):
+    """The table or snapshot to plan a cascade from has no lineage in the store."""
+
+
+class LineageCycleError(LineageError):
+    """The affected tables read each other in a cycle, so no correction order exists."""

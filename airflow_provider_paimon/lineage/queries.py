@@ -503,3 +503,15 @@ def table_graph(
 
     edges, truncated = store.run("table graph", query)
     return TableGraph(sorted(edges, key=lambda e: (e.job, e.kind != "source", e.database, e.table)), truncated)
+
+
+def max_consumed_snapshot(store: LineageStore, job: str, database: str, table: str, branch: str) -> int | None:
+    """Highest snapshot id of ``database.table`` (on ``branch``) that any barrier of
+    ``job`` consumed, or ``None`` when it consumed none: one MAX query, however many
+    barriers the job has run."""
+    t = schema.source_snapshot_lineage
+    query = sa.select(sa.func.max(t.c.snapshot_id)).where(
+        t.c.job == job, t.c.database == database, t.c.table == table, t.c.branch == branch
+    )
+    value = store.run("read consumed snapshot", lambda conn: conn.execute(query).scalar())
+    return None if value is None else int(value)

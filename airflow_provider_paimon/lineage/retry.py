@@ -17,6 +17,10 @@ from typing import TypeVar
 
 from sqlalchemy import exc
 
+from airflow_provider_paimon.paimon.errors import PaimonError
+
+from .errors import LineageStoreUnavailableError
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -78,3 +82,40 @@ def with_retry(fn: Callable[[], T], policy: RetryPolicy, what: str) -> T:
             log.debug("%s: transient %s, retry %d in %.3fs", what, type(err.orig).__name__, attempt, pause)
             time.sleep(pause)
             attempt += 1
+
+
+# Errors that a later poll (a sensor's next poke, a trigger's next loop) can outlive:
+# connection refused/reset, timeouts, a database that is restarting. Auth failures and
+# unknown databases need a person, so they are permanent.
+_PERMANENT_DB_CODES = {1044, 1045, 1049, 1698}  # MySQL: access denied, unknown database
+_PERMANENT_TEXT = ("access denied", "authentication failed", "password authentication",
+                   "does not exist", "unknown database")
+
+
+def outlasts_a_poll(error: BaseException) -> bool:
+    """Whether ``error`` may be gone by the next poll of a wait, or is permanent.
+
+    Wider than ``is_transient`` (which decides whether to rerun one transaction right
+    away): any connection or timeout error may pass while a sensor waits. Our own
+    ``PaimonError``s are permanent (bad names, unknown table/branch/job/consumer), as
+    are configuration errors (a malformed store URL, a missing driver), except the
+    store's own "cannot reach the server", unless the server said "access denied" or
+    "unknown database".
+    """
+    if isinstance(error, LineageStoreUnavailableError):
+        return not any(t in str(error).lower() for t in _PERMANENT_TEXT)
+    if isinstance(error, (PaimonError, ValueError, TypeError, KeyError, ImportError)):
+        return False
+    if isinstance(error, (exc.ArgumentError, exc.NoSuchModuleError)):
+        return False
+    if isinstance(error, exc.DBAPIError):
+        orig = getattr(error, "orig", None)
+        args = getattr(orig, "args", ()) or ()
+        if args and isinstance(args[0], int) and args[0] in _PERMANENT_DB_CODES:
+            return False
+        if any(t in str(orig or error).lower() for t in _PERMANENT_TEXT):
+            return False
+        return isinstance(error, (exc.OperationalError, exc.InterfaceError))
+    if isinstance(error, exc.TimeoutError):
+        return True
+    return isinstance(error, (OSError, TimeoutError, ConnectionError))

@@ -9,6 +9,15 @@ job needs and users would otherwise wire by hand:
   when a lineage store is named, with the store URL (and its password) passed to the
   driver in the environment (``PAIMON_LINEAGE_URL``), never on the command line;
 * the OpenLineage parent/root job info, so the Spark run nests under the task;
+* with ``paimon_conn_id``, the ``paimon`` connection's warehouse and catalog options
+  (S3 endpoint and credentials...) in the driver's environment (``PAIMON_CONNECTION_WAREHOUSE``,
+  ``PAIMON_CATALOG_OPTIONS_JSON``), where the ``paimon`` data source takes them as
+  defaults for that warehouse: the job's code, command line and query plans never
+  carry the credentials (docs/storage.md);
+* ``branch_redirects`` (``{"db.table": "branch"}``) as ``spark.paimon.branch.db.table``
+  conf entries: every ``paimon`` read and write of those tables in the job goes to the
+  branch, so the same job re-runs against a branch without a code change
+  (docs/datasource.md, "Branch redirects");
 * the job's ``PAIMON_RESULT {json}`` line (when it prints one) as the XCom value, and
   its ``PAIMON_ERROR`` line as the task's error message.
 
@@ -29,6 +38,8 @@ from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
 from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.spark.branch_redirect import merge_redirects, redirect_conf
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
 from airflow_provider_paimon.spark.log_level import with_log_level
 
@@ -44,6 +55,8 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
 
     :param application: path of the ``.py`` application (templated).
     :param application_args: its arguments (templated).
+    :param paimon_conn_id: a ``paimon`` connection whose warehouse and catalog options
+        the job's ``paimon`` reads and writes use by default (templated).
     :param lineage_conn_id: a ``paimon_lineage`` connection: turn the lineage capture on
         and record into that store (preferred: the password stays in the connection).
     :param lineage_url: or the store's SQLAlchemy URL (templated); blank: no capture
@@ -54,6 +67,10 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         Spark application name, which defaults to ``{dag_id}.{task_id}``.
     :param name: the Spark application name (templated).
     :param conf: Spark conf (templated); keys set here win over the ones added.
+    :param branch_redirects: ``{"db.table": "branch"}`` (templated): run the job's reads
+        and writes of each table on that branch (``spark.paimon.branch.db.table`` conf
+        entries). Checked when the DAG is parsed, or at execute when templated; an entry
+        of ``conf`` naming another branch for the same table is an error.
     :param spark_conn_id: the Airflow ``spark`` connection (master, queue, ...).
     :param py_files: more ``--py-files`` entries (after this package's zip).
     :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``, ...).
@@ -64,14 +81,16 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     template_fields: Sequence[str] = (
         "application",
         "application_args",
+        "paimon_conn_id",
         "lineage_conn_id",
         "lineage_url",
         "lineage_database",
         "lineage_job",
         "name",
         "conf",
+        "branch_redirects",
     )
-    template_fields_renderers = {"conf": "json", "application_args": "json"}
+    template_fields_renderers = {"conf": "json", "application_args": "json", "branch_redirects": "json"}
     #: masked as soon as rendered, so the stored rendered fields show ``***``
     secret_url_fields = ("lineage_url",)
     ui_color = "#fde8c8"
@@ -81,12 +100,14 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         *,
         application: str,
         application_args: list[Any] | None = None,
+        paimon_conn_id: str | None = None,
         lineage_conn_id: str | None = None,
         lineage_url: str | None = None,
         lineage_database: str | None = None,
         lineage_job: str | None = None,
         name: str | None = None,
         conf: dict[str, Any] | None = None,
+        branch_redirects: dict[str, str] | str | None = None,
         spark_conn_id: str = "spark_default",
         py_files: list[str] | None = None,
         spark_kwargs: dict[str, Any] | None = None,
@@ -97,12 +118,20 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         self.spark_log_level = checked_log_level(spark_log_level)
         self.application = application
         self.application_args = list(application_args or [])
+        self.paimon_conn_id = paimon_conn_id
         self.lineage_conn_id = lineage_conn_id
         self.lineage_url = lineage_url
         self.lineage_database = lineage_database
         self.lineage_job = lineage_job
         self.name = name
         self.conf = dict(conf or {})
+        # a string is a template rendering to the dict (render_template_as_native_obj)
+        self.branch_redirects = branch_redirects if isinstance(branch_redirects, str) else dict(branch_redirects or {})
+        if not _templated(self.branch_redirects):
+            try:
+                redirect_conf(self.branch_redirects)
+            except InvalidArgumentError as err:
+                raise ValueError(str(err)) from None
         self.spark_conn_id = spark_conn_id
         self.py_files = list(py_files or [])
         self.spark_kwargs = dict(spark_kwargs or {})
@@ -144,7 +173,11 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             added[LINEAGE_JOB] = (self.lineage_job or "").strip() or self.application_name()
             if database:
                 added[LINEAGE_DATABASE] = database
-        conf = {**added, **self.conf}
+        try:
+            redirects = redirect_conf(self.branch_redirects)
+            conf = merge_redirects({**added, **self.conf}, redirects)
+        except InvalidArgumentError as err:
+            raise AirflowFailException(f"{err}; nothing was submitted") from None
         return with_log_level(inject_openlineage_spark_conf(conf, context), self.spark_log_level)
 
     def make_hook(self, context: Context) -> PaimonSparkJobHook:
@@ -152,11 +185,21 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         if not Path(application).is_file():
             raise AirflowFailException(f"application {application!r} does not exist; nothing was submitted")
         url, database = self.lineage_store_url()
+        secret_env = {LINEAGE_URL_ENV: url} if url else {}
+        catalog_options: dict[str, str] = {}
+        if (self.paimon_conn_id or "").strip():
+            from airflow_provider_paimon.hooks.paimon import PaimonHook
+            from airflow_provider_paimon.spark.options import CONNECTION_WAREHOUSE_ENV
+
+            config = PaimonHook(self.paimon_conn_id.strip()).catalog_config  # masks its secrets
+            secret_env[CONNECTION_WAREHOUSE_ENV] = config.warehouse
+            catalog_options = dict(config.options)  # all of them: the env, not argv
         return PaimonSparkJobHook(
             Path(application).stem,
             [str(a) for a in self.application_args],
             application=application,
-            secret_env={LINEAGE_URL_ENV: url} if url else None,
+            secret_options=catalog_options or None,
+            secret_env=secret_env or None,
             require_result=False,
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context, url is not None, database),
@@ -177,3 +220,10 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     def on_kill(self) -> None:
         if self._hook is not None:
             self._hook.on_kill()
+
+
+def _templated(value: Any) -> bool:
+    """Whether ``value`` (a dict of strings) still holds Jinja to render at execute."""
+    if isinstance(value, dict):
+        return any(_templated(k) or _templated(v) for k, v in value.items())
+    return isinstance(value, str) and ("{{" in value or "{%" in value)

@@ -15,6 +15,11 @@ Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
                                                 upstream and downstream snapshots
 * ``/api/impact/{database}/{table}/{id}?branch=&depth=&onwards=``
                                                 every downstream table snapshot derived
+* ``/api/cascade/{database}/{table}/{id}?branch=&depth=``
+                                                the correction plan of a bad snapshot:
+                                                affected tables in order, branch points,
+                                                bad snapshots, jobs (404: unknown table or
+                                                snapshot; 409: the tables form a cycle)
 * ``/openapi.json``, ``/docs``                  the API's description (logged-in users)
 
 Walks are bounded (``queries.Budget``): an answer cut short has ``"truncated": true``
@@ -32,6 +37,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..lineage import LineageStore
+from ..lineage.cascade import LineageCycleError, UnknownLineageSnapshotError, plan_cascade
 from ..lineage.errors import InvalidLineageArgumentError, LineageError, LineageStoreUnavailableError
 from ..lineage.queries import (
     MAX_ROWS,
@@ -177,6 +183,27 @@ def create_app(
                 "truncated": report.truncated,
                 "truncated_reason": report.truncated_reason,
             }
+
+        return with_store(run)
+
+    @app.get("/api/cascade/{database}/{table}/{snapshot_id}")
+    def cascade_view(
+        visible: Visible,
+        database: str,
+        table: str,
+        snapshot_id: int,
+        branch: str | None = None,
+        depth: int = Query(20, ge=1, le=100),
+    ) -> dict:
+        def run(store: LineageStore) -> dict:
+            try:
+                plan = plan_cascade(store, database, table, snapshot_id, branch=branch, depth=depth,
+                                    job_filter=visible)
+            except UnknownLineageSnapshotError as err:
+                raise HTTPException(status_code=404, detail=str(err)) from None
+            except LineageCycleError as err:
+                raise HTTPException(status_code=409, detail=str(err)) from None
+            return plan.to_dict()
 
         return with_store(run)
 

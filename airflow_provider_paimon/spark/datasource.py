@@ -24,13 +24,23 @@ from .types import same_type, table_spark_schema
 class PaimonDataSource(DataSource):
     """Apache Paimon tables for Spark, through pypaimon (no JVM jars needed)."""
 
+    #: the session's ``spark.paimon.branch.*`` entries when it was registered; set on
+    #: the subclass ``branch_redirect.register_data_source`` registers
+    branch_redirects: dict[str, str] = {}  # noqa: RUF012 - read only
+
     @classmethod
     def name(cls) -> str:
         return "paimon"
 
     @property
     def paimon_options(self) -> PaimonOptions:
-        return parse_options(self.options)
+        return self._options("reading")
+
+    def _options(self, what: str) -> PaimonOptions:
+        """The options, with the session's branch redirect resolved (``branch_redirect``)."""
+        from .branch_redirect import apply
+
+        return apply(parse_options(self.options), self.branch_redirects, what=what)
 
     def schema(self) -> StructType:
         """The table's schema (at the time-travel snapshot), or the ``columns`` subset."""
@@ -56,7 +66,7 @@ class PaimonDataSource(DataSource):
         from .write_setup import plan_write
         from .writer import PaimonWriter
 
-        return PaimonWriter(plan_write(_batch_read_options_refused(self.paimon_options, "a write"), schema, overwrite))
+        return PaimonWriter(plan_write(_batch_read_options_refused(self._options("writing"), "a write"), schema, overwrite))
 
     def streamReader(self, schema: StructType) -> Any:  # noqa: N802 - Spark's name
         from . import streaming_reader  # written separately; imported only for streams
@@ -67,7 +77,7 @@ class PaimonDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
         from . import streaming_writer  # written separately; imported only for streams
 
-        opts = _batch_read_options_refused(self.paimon_options, "a streaming write")
+        opts = _batch_read_options_refused(self._options("writing"), "a streaming write")
         return streaming_writer.create_stream_writer(opts, schema, overwrite)
 
 

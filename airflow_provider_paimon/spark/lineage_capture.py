@@ -276,9 +276,10 @@ class LineageCapture:
     def _reregister(self) -> None:
         # The data source's Python function carries sc.environment as it was when it was
         # registered; registering again is what makes the workers see the variable.
-        from .datasource import PaimonDataSource
+        # (with the session's branch redirects, as ``register(spark)`` does)
+        from .branch_redirect import register_data_source
 
-        self.spark.dataSource.register(PaimonDataSource)
+        register_data_source(self.spark)
 
     def _add_listener(self) -> None:
         from pyspark.sql.streaming import StreamingQueryListener
@@ -476,7 +477,7 @@ class LineageCapture:
             # thread build the query's sources if the query had not yet done so.
             execution = None if query is None else query._jsq.streamingQuery().lastExecution()
             if execution is not None:
-                mapping = _plan_sources(execution.logical())
+                mapping = _plan_sources(execution.logical(), self.spark)
         except Exception as err:  # noqa: BLE001 - fall back to the sources' own events
             log.debug("lineage: query plan not readable (%s)", err)
         if mapping:
@@ -546,9 +547,16 @@ def _paimon_offset(end_offset: Any) -> int | None:
     return None
 
 
-def _plan_sources(plan: Any) -> dict[str, TableAt]:
-    """Paimon stream relations of a (JVM) logical plan: stream description -> table."""
+def _plan_sources(plan: Any, spark: Any = None) -> dict[str, TableAt]:
+    """Paimon stream relations of a (JVM) logical plan: stream description -> table.
+
+    The relation holds the options as written; the branch the source reads is the one
+    the session's ``spark.paimon.branch.*`` redirect resolves them to.
+    """
+    from .branch_redirect import apply, session_entries
     from .options import parse_options
+
+    redirects = session_entries(spark) if spark is not None else {}
 
     found: dict[str, TableAt] = {}
     leaves = plan.collectLeaves()
@@ -562,7 +570,7 @@ def _plan_sources(plan: Any) -> dict[str, TableAt]:
             stream = str(leaf.stream().toString())
         except Exception:  # noqa: BLE001 - not a DataSource V2 stream relation
             continue
-        opts = parse_options(options)
+        opts = apply(parse_options(options), redirects)
         found[stream] = TableAt(
             opts.warehouse, opts.database, opts.table_name, opts.branch_name, namespace=opts.lineage_namespace
         )

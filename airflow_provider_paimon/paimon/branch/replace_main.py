@@ -80,9 +80,9 @@ def replace_main(
             return done
         bkp = _validate_backup(layout, backup, backup_name, backup_kind)
         plan = make_plan(layout, branch, bkp)
-        write_journal(layout, {"op": OP, "branch": branch, "backup": bkp, "started": _now(), "plan": plan})
+        write_journal(layout, journal_entry(branch, bkp, plan))
         faults.check("replace_main.journal")
-    _apply(table, layout, branch, plan)
+    apply_plan(table, layout, branch, plan)
     remove_journal(layout)
     return {
         "branch": branch,
@@ -123,6 +123,11 @@ def already_replaced(layout: TableLayout, branch: str) -> dict[str, Any] | None:
         "resumed": False,
         "unchanged": True,
     }
+
+
+def journal_entry(branch: str, bkp: dict[str, str] | None, plan: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The ``.branch-op.json`` document of one replace-main (``extra``: who runs it, e.g. a publish)."""
+    return {"op": OP, "branch": branch, "backup": bkp, "started": _now(), "plan": plan, **extra}
 
 
 def _now() -> int:
@@ -208,10 +213,14 @@ def make_plan(layout: TableLayout, branch: str, bkp: dict[str, str] | None) -> d
     }
 
 
-def _apply(table: Any, layout: TableLayout, branch: str, plan: dict[str, Any]) -> None:
+def apply_plan(table: Any, layout: TableLayout, branch: str, plan: dict[str, Any]) -> None:
+    """Run (or finish) every step of ``plan`` up to the hint; the caller removes the journal.
+
+    Public so that a multi-table publish (``publish_many.py``) drives the same steps.
+    """
     io = layout.file_io
     snap_path = layout.snapshot_path(None, plan["N"])
-    mine = _is_mine(layout, plan)
+    mine = switched(layout, plan)
     if not mine:
         require_branch(layout, branch)
         _backup(layout, plan)
@@ -223,8 +232,8 @@ def _apply(table: Any, layout: TableLayout, branch: str, plan: dict[str, Any]) -
         _write_schemas(layout, branch, plan)
         faults.check("replace_main.schemas")
         doc = _new_snapshot(layout, branch, plan, sizes)
-        if not fileops.create_new(io, snap_path, to_json(doc)) and not _is_mine(layout, plan):
-            _rollback(layout, plan)
+        if not fileops.create_new(io, snap_path, to_json(doc)) and not switched(layout, plan):
+            rollback(layout, plan)
             raise ConcurrentModificationError(
                 f"a commit to main took snapshot {plan['N']} during replace-main; main keeps it, "
                 "nothing was replaced; run replace-main again"
@@ -236,7 +245,8 @@ def _apply(table: Any, layout: TableLayout, branch: str, plan: dict[str, Any]) -
     faults.check("replace_main.hint")
 
 
-def _is_mine(layout: TableLayout, plan: dict[str, Any]) -> bool:
+def switched(layout: TableLayout, plan: dict[str, Any]) -> bool:
+    """Whether the plan's switch happened: ``snapshot-N`` exists with the planned uuid."""
     doc = read_snapshot(layout, None, plan["N"])
     return doc is not None and doc.get("uuid") == plan["snapshot_uuid"]
 
@@ -288,14 +298,14 @@ def _check_unchanged(layout: TableLayout, plan: dict[str, Any]) -> None:
     now = latest_snapshot_id(layout, None)
     doc = read_snapshot(layout, None, now) if now is not None else None
     if now != plan["Lm"] or (doc or {}).get("uuid") != plan["main_latest_uuid"]:
-        _rollback(layout, plan)
+        rollback(layout, plan)
         raise ConcurrentModificationError(
             f"main changed during replace-main (latest snapshot {now}, expected {plan['Lm']}); "
             "main keeps that commit and nothing was replaced; run replace-main again"
         )
 
 
-def _rollback(layout: TableLayout, plan: dict[str, Any]) -> None:
+def rollback(layout: TableLayout, plan: dict[str, Any]) -> None:
     """Undo the invisible preparation after losing against a concurrent commit."""
     io = layout.file_io
     used = {

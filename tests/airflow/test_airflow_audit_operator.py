@@ -1,0 +1,62 @@
+"""BranchAuditOperator: a real spark-submit of the ``audit`` job; a failed check fails the task.
+
+The ``wh`` fixture (conftest): ``db.events`` main has ids 0-2 twice in 2026-11-01 and
+once in 2026-11-02; branch ``fix`` has ids 0-2 once plus ids 0-4 in 2026-11-01. So
+main..fix is +2 rows (ids 3 and 4 in 2026-11-01) and -3 rows (2026-11-02).
+"""
+
+from __future__ import annotations
+
+import pytest
+import structlog
+from conftest import SECRET
+
+from airflow_provider_paimon.operators.audit import (
+    AUDIT_XCOM_KEY,
+    BranchAuditOperator,
+    PaimonAuditFailedError,
+)
+from airflow_provider_paimon.operators.base import PaimonPreflightError
+
+pytestmark = [pytest.mark.airflow]
+
+
+class _TaskInstance:
+    """What the operator uses of Airflow's task instance: ``xcom_push``."""
+
+    def __init__(self) -> None:
+        self.pushed: dict = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.pushed[key] = value
+
+
+def test_audit_fails_the_task_on_a_failed_check_and_changes_nothing(wh):
+    before = wh.files()
+    with pytest.raises(PaimonPreflightError, match="branch 'nope' does not exist.*branches: fix"):
+        BranchAuditOperator(task_id="audit", table="db.events", branch="nope").execute({})
+    with pytest.raises(PaimonPreflightError, match="branch and base are both 'fix'"):
+        BranchAuditOperator(task_id="audit", table="db.events", branch="fix", base="fix").execute({})
+    with pytest.raises(ValueError, match="must be a query"):
+        BranchAuditOperator(task_id="audit", table="db.events", branch="fix", checks=["DELETE FROM db.events"])
+
+    op = BranchAuditOperator(
+        task_id="audit", table="db.events", branch="fix",
+        checks={"no_new_ids": "SELECT id, dt FROM {branch_rows} WHERE id >= 3", "ids_set": "SELECT * FROM {branch_rows} WHERE id IS NULL"},
+    )
+    ti = _TaskInstance()
+    with structlog.testing.capture_logs() as logs, pytest.raises(PaimonAuditFailedError, match="no_new_ids") as err:
+        op.execute({"ti": ti})
+    result = ti.pushed[AUDIT_XCOM_KEY]
+    assert result == op.last_result and result["passed"] is False
+    assert result["diff"]["summary"] == "db.events main..fix: +2 -3 rows in 2 of 2 partitions"
+    assert [(p["partition"], p["added"], p["removed"]) for p in result["diff"]["partitions"]] == [
+        ({"dt": "2026-11-02"}, 0, 3), ({"dt": "2026-11-01"}, 2, 0)]
+    checks = {c["name"]: c for c in result["checks"]["checks"]}
+    assert checks["ids_set"]["passed"] and not checks["no_new_ids"]["passed"]
+    assert checks["no_new_ids"]["violations"] == 2
+    assert sorted(r["id"] for r in checks["no_new_ids"]["sample"]) == [3, 4]
+    assert "nothing was changed" in str(err.value)
+    logged = " ".join(str(e.get("event", "")) for e in logs)
+    assert SECRET not in logged and SECRET not in str(result) and SECRET not in str(err.value)
+    assert wh.files() == before
