@@ -4,20 +4,17 @@ Kept free of Airflow and hook imports: Airflow calls this while it is still star
 Connection form fields are declared here (``conn-fields`` / ``ui-field-behaviour``), the
 Airflow 3.2+ convention, so the UI can show the ``paimon`` form without importing the hook.
 
-Modules that other parts of the project add later (the lineage hook/operators, the
-catch-up sensor and trigger) are listed only when their file is present, so the provider
-never advertises a module that cannot be imported.
+Every module listed here must import (tests/airflow/test_airflow_provider_info.py
+imports each one), so a renamed module cannot leave a dangling entry.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from airflow_provider_paimon import __version__
 
 INTEGRATION = "Apache Paimon"
-_PACKAGE_DIR = Path(__file__).resolve().parent
 
 # UI of the ``paimon`` connection: the warehouse goes in Host; catalog options in Extra.
 PAIMON_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
@@ -55,56 +52,22 @@ PAIMON_CONN_FIELDS: dict[str, Any] = {
 }
 
 
-def _exists(relative: str) -> bool:
-    return (_PACKAGE_DIR / relative).is_file()
+_HOOKS = ["paimon", "spark_job", "lineage", "catchup"]
+_OPERATORS = [
+    "branch", "tag", "compaction", "maintenance", "lineage", "spark_submit", "preflight", "partition", "audit",
+    "publish",
+]
+_SENSORS = ["catchup", "partition"]
+_TRIGGERS = ["catchup", "snapshot", "partition"]
 
 
-def _modules(candidates: list[tuple[str, str]]) -> list[str]:
-    """Dotted module names of the candidates whose file exists in this installation."""
-    return [module for module, path in candidates if _exists(path)]
+def _modules(package: str, names: list[str]) -> list[str]:
+    return [f"airflow_provider_paimon.{package}.{name}" for name in names]
 
 
 def get_provider_info() -> dict[str, Any]:
     """Provider metadata in the shape of Airflow's ``provider_info.schema.json``."""
-    hooks = _modules(
-        [
-            ("airflow_provider_paimon.hooks.paimon", "hooks/paimon.py"),
-            ("airflow_provider_paimon.hooks.spark_job", "hooks/spark_job.py"),
-            ("airflow_provider_paimon.hooks.lineage", "hooks/lineage.py"),
-        ]
-    )
-    operators = _modules(
-        [
-            ("airflow_provider_paimon.operators.branch", "operators/branch.py"),
-            ("airflow_provider_paimon.operators.tag", "operators/tag.py"),
-            ("airflow_provider_paimon.operators.compaction", "operators/compaction.py"),
-            ("airflow_provider_paimon.operators.lineage", "operators/lineage.py"),
-            ("airflow_provider_paimon.operators.spark_submit", "operators/spark_submit.py"),
-            ("airflow_provider_paimon.operators.preflight", "operators/preflight.py"),
-        ]
-    )
-    sensors = _modules([("airflow_provider_paimon.sensors.catchup", "sensors/catchup.py")])
-    triggers = _modules([("airflow_provider_paimon.triggers.catchup", "triggers/catchup.py")])
-
-    connection_types: list[dict[str, Any]] = [
-        {
-            "connection-type": "paimon",
-            "hook-class-name": "airflow_provider_paimon.hooks.paimon.PaimonHook",
-            "hook-name": "Apache Paimon",
-            "ui-field-behaviour": PAIMON_UI_FIELD_BEHAVIOUR,
-            "conn-fields": PAIMON_CONN_FIELDS,
-        }
-    ]
-    if _exists("hooks/lineage.py"):
-        connection_types.append(
-            {
-                "connection-type": "paimon_lineage",
-                "hook-class-name": "airflow_provider_paimon.hooks.lineage.PaimonLineageHook",
-                "hook-name": "Apache Paimon lineage store",
-            }
-        )
-
-    info: dict[str, Any] = {
+    return {
         "package-name": "airflow-provider-paimon",
         "name": "Apache Paimon",
         "description": "Apache Paimon lakehouse tables from Apache Airflow: branches for data "
@@ -117,29 +80,38 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["software"],
             }
         ],
-        "hooks": [{"integration-name": INTEGRATION, "python-modules": hooks}],
-        "operators": [{"integration-name": INTEGRATION, "python-modules": operators}],
-        "connection-types": connection_types,
-    }
-    # Paimon tables as Airflow Assets: paimon://... URIs (docs/assets.md).
-    if _exists("assets.py"):
-        info["asset-uris"] = [
+        "hooks": [{"integration-name": INTEGRATION, "python-modules": _modules("hooks", _HOOKS)}],
+        "operators": [{"integration-name": INTEGRATION, "python-modules": _modules("operators", _OPERATORS)}],
+        "sensors": [{"integration-name": INTEGRATION, "python-modules": _modules("sensors", _SENSORS)}],
+        "triggers": [{"integration-name": INTEGRATION, "python-modules": _modules("triggers", _TRIGGERS)}],
+        "connection-types": [
+            {
+                "connection-type": "paimon",
+                "hook-class-name": "airflow_provider_paimon.hooks.paimon.PaimonHook",
+                "hook-name": "Apache Paimon",
+                "ui-field-behaviour": PAIMON_UI_FIELD_BEHAVIOUR,
+                "conn-fields": PAIMON_CONN_FIELDS,
+            },
+            {
+                "connection-type": "paimon_lineage",
+                "hook-class-name": "airflow_provider_paimon.hooks.lineage.PaimonLineageHook",
+                "hook-name": "Apache Paimon lineage store",
+            },
+        ],
+        # Paimon tables as Airflow Assets: paimon://... URIs (docs/assets.md).
+        "asset-uris": [
             {
                 "schemes": ["paimon"],
                 "handler": "airflow_provider_paimon.assets.sanitize_uri",
                 "to_openlineage_converter": "airflow_provider_paimon.assets.convert_asset_to_openlineage",
                 "factory": "airflow_provider_paimon.assets.create_asset",
             }
-        ]
-    if sensors:
-        info["sensors"] = [{"integration-name": INTEGRATION, "python-modules": sensors}]
-    if triggers:
-        info["triggers"] = [{"integration-name": INTEGRATION, "python-modules": triggers}]
-    # The lineage page in the Airflow UI (a FastAPI app served by the api-server).
-    info["plugins"] = [
-        {
-            "name": "paimon_lineage",
-            "plugin-class": "airflow_provider_paimon.plugins.lineage_plugin.PaimonLineagePlugin",
-        }
-    ]
-    return info
+        ],
+        # The lineage page in the Airflow UI (a FastAPI app served by the api-server).
+        "plugins": [
+            {
+                "name": "paimon_lineage",
+                "plugin-class": "airflow_provider_paimon.plugins.lineage_plugin.PaimonLineagePlugin",
+            }
+        ],
+    }

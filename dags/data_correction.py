@@ -268,6 +268,9 @@ with DAG(
     )
     run_corrected_job = PaimonSparkSubmitOperator(
         task_id="run_corrected_job",
+        # blank warehouse param: the paimon_default connection's warehouse, and its catalog
+        # options (an S3 endpoint and credentials) reach the job's environment, not argv
+        paimon_conn_id="{{ '' if params.warehouse else 'paimon_default' }}",
         application=f"{JOBS_DIR}/{{{{ params.job }}}}.py",
         application_args=[
             "--warehouse", f"{{{{ {VALIDATED}['warehouse'] }}}}",

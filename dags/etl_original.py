@@ -47,6 +47,9 @@ with DAG(
 ) as dag:
     PaimonSparkSubmitOperator(
         task_id="enrich_orders",
+        # blank warehouse param: the paimon_default connection's warehouse, and its catalog
+        # options (an S3 endpoint and credentials) reach the job's environment, not argv
+        paimon_conn_id="{{ '' if params.warehouse else 'paimon_default' }}",
         application=str(job_path("enrich_orders")),
         application_args=[
             "--warehouse", "{{ paimon_warehouse(params.warehouse) }}",

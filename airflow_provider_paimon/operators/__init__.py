@@ -1,2 +1,2 @@
-"""Airflow operators: branch, tag and compaction operations submitted as Spark jobs, lineage
+"""Airflow operators: branch, tag, compaction and maintenance operations submitted as Spark jobs, lineage
 upkeep, and ``PaimonSparkSubmitOperator`` for your own jobs on the ``paimon`` data source."""

@@ -51,6 +51,10 @@ class _BranchOperator(PaimonSparkJobOperator):
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, self.branch)]
 
+    def ol_main_snapshot_read(self, result: dict[str, Any]) -> int | None:
+        """A branch job's result ``snapshot_id`` is the main snapshot it started from."""
+        return int(result["snapshot_id"]) if result.get("snapshot_id") else None
+
 
 class BranchCreateOperator(_BranchOperator):
     """Create ``branch`` on ``table``: empty, from ``tag``, or from ``snapshot_id``.
@@ -110,11 +114,20 @@ class BranchCreateOperator(_BranchOperator):
     def input_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, None)]
 
+    def ol_lifecycle_change(self) -> str | None:
+        return "CREATE"
+
 
 class BranchDeleteOperator(_BranchOperator):
     """Delete ``branch`` from ``table`` (fails before submitting if it does not exist)."""
 
     action = "delete"
+
+    def ol_lifecycle_change(self) -> str | None:
+        return "DROP"
+
+    def ol_output_gone(self) -> bool:
+        return True
 
 
 class BranchRenameOperator(_BranchOperator):
@@ -126,6 +139,9 @@ class BranchRenameOperator(_BranchOperator):
     def __init__(self, *, new_name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.new_name = new_name
+
+    def ol_lifecycle_change(self) -> str | None:
+        return "RENAME"
 
     def job_args(self) -> list[str]:
         return ["--branch", self.branch, "--new-name", self.new_name]

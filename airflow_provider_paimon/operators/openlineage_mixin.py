@@ -10,8 +10,12 @@ provider asks: the operators work without it.
 
 What the host operator must have (``PaimonSparkJobOperator`` has it all):
 ``paimon_hook`` (a ``PaimonHook``), ``input_tables()`` / ``output_tables()`` giving
-``(db.table, branch)`` pairs, ``last_result`` (the job's result dict), and optionally
-``job_family`` / ``action`` / ``branch`` / ``new_name``.
+``(db.table, branch)`` pairs and ``last_result`` (the job's result dict). What differs
+between operators is said by overriding a method, never by switching on a family
+name here: ``ol_lifecycle_change`` (a branch created, dropped or renamed),
+``ol_main_snapshot_read`` (the main snapshot a new branch starts from),
+``ol_committed_snapshot`` (the snapshot the job says it committed),
+``ol_output_gone`` (the output no longer exists) and ``paimon_outlet_tables``.
 
 Versions (the ``version`` facet = a Paimon snapshot id):
 
@@ -125,9 +129,31 @@ class PaimonOpenLineageMixin:
             dataset.facets["lifecycleStateChange"] = lifecycle  # type: ignore[index]
         return dataset
 
+    # -- what subclasses say about themselves --
+
+    def ol_lifecycle_change(self) -> str | None:
+        """``CREATE``, ``DROP`` or ``RENAME`` when the operator creates, drops or renames
+        the branch it outputs (``None``: the dataset itself lives on)."""
+        return None
+
+    def ol_main_snapshot_read(self, result: dict[str, Any]) -> int | None:
+        """The main snapshot the job read, when its result says so (``None``: the
+        latest at start)."""
+        return None
+
+    def ol_committed_snapshot(self, result: dict[str, Any]) -> int | None:
+        """The snapshot the job committed, when its result says so (``None``: read the
+        output's latest after the job)."""
+        return None
+
+    def ol_output_gone(self) -> bool:
+        """Whether the output no longer exists after a successful run (no version)."""
+        return False
+
     def _ol_lifecycle(self, kind: str, table: str, branch: str | None) -> Any:
         """``lifecycleStateChange`` for the branch an operator creates, drops or renames."""
-        if kind != "output" or getattr(self, "job_family", "") != "branch" or branch is None:
+        change = self.ol_lifecycle_change() if kind == "output" and branch is not None else None
+        if change is None:
             return None
         from openlineage.client.facet_v2 import lifecycle_state_change_dataset as lsc
 
@@ -137,13 +163,12 @@ class PaimonOpenLineageMixin:
             warehouse_namespace,
         )
 
-        action = getattr(self, "action", "")
         state = lsc.LifecycleStateChange
-        if action == "create":
+        if change == "CREATE":
             return lsc.LifecycleStateChangeDatasetFacet(lifecycleStateChange=state.CREATE, producer=PRODUCER)
-        if action == "delete":
+        if change == "DROP":
             return lsc.LifecycleStateChangeDatasetFacet(lifecycleStateChange=state.DROP, producer=PRODUCER)
-        if action == "rename":
+        if change == "RENAME":
             old = _norm_branch(getattr(self, "branch", None))
             database, name = table.split(".", 1)
             return lsc.LifecycleStateChangeDatasetFacet(
@@ -170,8 +195,8 @@ class PaimonOpenLineageMixin:
         if ref not in outputs:
             if ref[1] is not None and result.get("branch_snapshot_id") is not None:
                 return int(result["branch_snapshot_id"])  # the branch state main now reads as
-            if ref[1] is None and getattr(self, "job_family", "") == "branch" and result.get("snapshot_id"):
-                return int(result["snapshot_id"])  # the main snapshot a new branch starts from
+            if ref[1] is None and (read := self.ol_main_snapshot_read(result)) is not None:
+                return read
         return getattr(self, "_ol_start_snapshots", {}).get(ref)
 
     def _ol_output_version(self, ref: TableRef, result: dict[str, Any]) -> int | None:
@@ -179,9 +204,10 @@ class PaimonOpenLineageMixin:
             return getattr(self, "_ol_start_snapshots", {}).get(ref)
         if ref[1] is None and result.get("main_snapshot_id") is not None:
             return int(result["main_snapshot_id"])
-        if getattr(self, "job_family", "") == "compact" and result.get("snapshot_id") is not None:
-            return int(result["snapshot_id"])
-        if getattr(self, "action", "") == "delete" and getattr(self, "job_family", "") == "branch":
+        committed = self.ol_committed_snapshot(result)
+        if committed is not None:
+            return committed
+        if self.ol_output_gone():
             return None
         return self._ol_latest(*ref)
 
@@ -238,12 +264,9 @@ class PaimonOpenLineageMixin:
 
     def paimon_outlet_tables(self) -> list[TableRef]:
         """The tables whose asset this operator updates: those it writes, except where
-        nothing a reader could schedule on appears (a tag is metadata only; a deleted
-        branch has nothing left to read)."""
-        family, action = getattr(self, "job_family", ""), getattr(self, "action", "")
-        if family == "tag" or (family == "branch" and action == "delete"):
-            return []
-        return self._ol_tables("output")
+        nothing a reader could schedule on appears (operators that only change metadata,
+        such as tags, override this to return none; a deleted branch has nothing left)."""
+        return [] if self.ol_output_gone() else self._ol_tables("output")
 
     def paimon_assets(self) -> list[Any]:
         """The ``paimon://`` assets this operator updates (see :meth:`paimon_outlet_tables`)."""

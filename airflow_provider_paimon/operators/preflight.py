@@ -34,7 +34,11 @@ from airflow_provider_paimon.operators.branch import (
     BranchRenameOperator,
     ReplaceMainBranchOperator,
 )
-from airflow_provider_paimon.operators.tag import TagCreateOperator, TagDeleteOperator
+from airflow_provider_paimon.operators.tag import (
+    TagCreateOperator,
+    TagDeleteOperator,
+    TagRenameOperator,
+)
 from airflow_provider_paimon.paimon.names import is_main
 
 
@@ -130,6 +134,9 @@ def apply_effects(op: PaimonSparkJobOperator, planned: PlannedPaimonHook) -> Non
         planned.plan_tag(table, op.tag, optional_str(op.branch))
     elif isinstance(op, TagDeleteOperator):
         planned.plan_tag(table, op.tag, optional_str(op.branch), exists=False)
+    elif isinstance(op, TagRenameOperator):
+        planned.plan_tag(table, op.tag, optional_str(op.branch), exists=False)
+        planned.plan_tag(table, op.new_name, optional_str(op.branch))
 
 
 def _in_dag_order(tasks: Iterable[BaseOperator]) -> list[BaseOperator]:

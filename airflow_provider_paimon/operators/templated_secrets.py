@@ -64,6 +64,33 @@ def url_has_secret(url: Any) -> bool:
     return False
 
 
+def trigger_secret_problems(check: dict[str, Any]) -> list[str]:
+    """What in the check's arguments is a secret that must not be serialized (empty: none).
+
+    Never echoes the secret: each entry names the argument (and the option keys).
+    """
+    problems = []
+    if url_has_secret(check.get("lineage_url")):
+        problems.append("lineage_url carries a password (or cannot be parsed)")
+    keys = secret_option_keys(check.get("warehouse_options"))
+    if keys:
+        problems.append(f"warehouse_options holds secrets ({', '.join(keys)})")
+    if secrets_in_text(str(check.get("warehouse") or "")):
+        problems.append("the warehouse URI carries credentials")
+    return problems
+
+
+def refuse_secrets_message(problems: list[str]) -> str:
+    """The error for a deferral whose trigger would store secrets, and how to fix it."""
+    return (
+        f"cannot defer: {'; '.join(problems)}. Airflow stores trigger arguments unencrypted "
+        "in its metadata database, so a deferrable catch-up wait takes secrets from "
+        "connections only: put the store URL in a 'paimon_lineage' connection "
+        "(lineage_conn_id) and catalog credentials in a 'paimon' connection "
+        "(paimon_conn_id), or wait on a worker with deferrable=False"
+    )
+
+
 def mask_values(values: Iterable[Any]) -> None:
     """Register each non-blank value with Airflow's secrets masker."""
     from airflow.sdk.log import mask_secret

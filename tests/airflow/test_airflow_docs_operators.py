@@ -23,9 +23,14 @@ def test_python_samples_build_a_dag():
         with DAG("doc_sample", schedule=None) as dag:
             exec(compile(source, str(DOC), "exec"), namespace)
         dags.append(dag)
-    assert [set(d.task_ids) for d in dags] == [{"tag_main", "branch", "replace"}, {"enrich_orders"}]
+    assert [set(d.task_ids) for d in dags] == [
+        {"tag_main", "branch", "replace"}, {"publish_fix", "undo_fix"}, {"enrich_orders"},
+    ]
     assert dags[0].get_task("replace").upstream_task_ids == {"branch"}
-    enrich = dags[1].get_task("enrich_orders")
+    publish = dags[1].get_task("publish_fix")
+    assert publish.parsed_tables()[0] == ("ods.orders", "fix") and publish.job_family == "publish"
+    assert dags[1].get_task("undo_fix").upstream_task_ids == {"publish_fix"}
+    enrich = dags[2].get_task("enrich_orders")
     assert enrich.lineage_conn_id == "paimon_lineage_default" and enrich.lineage_job == "enrich_orders.fixed"
     assert enrich.application_args[:2] == ["--warehouse", "{{ params.warehouse }}"]
 

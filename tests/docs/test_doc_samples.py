@@ -29,7 +29,7 @@ def test_datasource_page(spark, warehouse, tmp_path, monkeypatch):
 
     monkeypatch.setattr(session, "local_session", lambda *a, **k: spark)  # the shared session
     blocks = _python_blocks("datasource.md")
-    assert len(blocks) == 5
+    assert len(blocks) == 7
     uri = Path(warehouse).as_uri()
     ns: dict = {}
     _run(blocks[0].replace("file:///data/warehouse", uri), "datasource.md:1", ns)
@@ -37,12 +37,19 @@ def test_datasource_page(spark, warehouse, tmp_path, monkeypatch):
     assert ns["df"].count() == 100
     _run(blocks[2], "datasource.md:3", ns)  # partition-filter
     _run(blocks[3], "datasource.md:4", ns)
+    _run(blocks[4].replace("file:///data/warehouse", uri), "datasource.md:5", ns)  # write_table
+    assert ns["result"].row_count == 1
+    native = spark.read.format("paimon").options(warehouse=uri, table="sales.orders_native").load()
+    assert [r.amount for r in native.collect()] == [19.0]  # the overwrite replaced the day
     events = tmp_path / "events.jsonl"
     events.write_text("")
     seen: list = []
     ns.update(callback=seen.append, path=str(events))
-    _run(blocks[4], "datasource.md:5", ns)
+    _run(blocks[5], "datasource.md:6", ns)
     assert ns["orders"].count() == 1
+    _run(blocks[6].replace("file:///data/warehouse", uri), "datasource.md:7", ns)  # read_table
+    assert [r.id for r in ns["df"].collect()] == [1]
+    assert spark.sql("SELECT count(*) AS n FROM orders").collect()[0].n == 1
 
 
 def test_streaming_page(spark, warehouse, tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DAGS, ORDERS, VENV_BIN
+from dag_run_results import files_by_size, task_states, task_xcom
 
 
 def _load_dag():
@@ -25,35 +26,6 @@ def _load_dag():
     import data_correction
 
     return importlib.reload(data_correction).dag
-
-
-def _files(root: str) -> dict[str, int]:
-    base = Path(root)
-    return {str(p.relative_to(base)): p.stat().st_size for p in base.rglob("*") if p.is_file()}
-
-
-def _states(run) -> dict[str, str]:
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        return {ti.task_id: ti.state for ti in run.get_task_instances(session=session)}
-
-
-def _xcom(run, task_id: str):
-    """The task's return value in this run, from the metadata DB."""
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
-
-    with create_session() as session:
-        value = session.scalars(
-            select(XComModel.value).where(
-                XComModel.run_id == run.run_id,
-                XComModel.task_id == task_id,
-                XComModel.key == "return_value",
-            )
-        ).first()
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
 def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse, airflow_db, tmp_path, monkeypatch):
@@ -91,7 +63,7 @@ def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse,
         forced.setattr(PaimonSparkSubmitOperator, "execute", fails)
         forced.setattr(SnapshotCatchUpSensor, "execute", fails)
         failed = _load_dag().test(run_conf=conf)
-    states = _states(failed)
+    states = task_states(failed)
     assert failed.state == "failed", states
     assert (states["tag_main"], states["create_branch"], states["run_corrected_job"]) == (
         "success", "success", "failed"
@@ -102,16 +74,16 @@ def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse,
     assert hook.get_latest_snapshot_id("db.orders_enriched") == main_before
 
     # the same conf again is refused at validate (tag and branch exist), nothing changed
-    before = _files(orders_warehouse)
+    before = files_by_size(orders_warehouse)
     refused = _load_dag().test(run_conf=conf)
-    assert refused.state == "failed" and _states(refused)["validate"] == "failed"
-    assert _files(orders_warehouse) == before
+    assert refused.state == "failed" and task_states(refused)["validate"] == "failed"
+    assert files_by_size(orders_warehouse) == before
 
     run = _load_dag().test(run_conf={**conf, "if_exists": "skip"})
-    states = _states(run)
+    states = task_states(run)
     assert run.state == "success", states
     assert all(s == "success" for s in states.values()), states
-    assert _xcom(run, "tag_main")["skipped"] is True and _xcom(run, "create_branch")["skipped"] is True
+    assert task_xcom(run, "tag_main")["skipped"] is True and task_xcom(run, "create_branch")["skipped"] is True
 
     hook = paimon_hook_for(orders_warehouse)
     rows = read_rows(hook, "db.orders_enriched")
@@ -124,26 +96,26 @@ def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse,
     assert hook.tag_exists("db.orders_enriched", "before_fix1")
     assert hook.get_latest_snapshot_id("db.orders_enriched") > main_before
 
-    job_result = _xcom(run, "run_corrected_job")
+    job_result = task_xcom(run, "run_corrected_job")
     assert job_result["lineage"] == "capture", job_result  # the Spark-side capture recorded it
     assert job_result["mode"] == "stream" and job_result["micro_batches"] >= 1, job_result
     assert job_result["branch"] == "fix1" and job_result["source_snapshot_id"] == 1
     # the branch started as a copy of the buggy main: the job's first run emptied it
     assert job_result["emptied_branch_snapshot_id"] is not None, job_result
     assert job_result["rows_read"] == len(ORDERS) and job_result["rows"] == len(ORDERS)
-    caught_up = _xcom(run, "wait_catch_up")
+    caught_up = task_xcom(run, "wait_catch_up")
     assert caught_up["caught_up"] is True
     assert [(s["source"], s["consumed_snapshot_id"], s["latest_snapshot_id"]) for s in caught_up["sources"]] == [
         ("db.orders", 1, 1)
     ]
-    cleaned = _xcom(run, "delete_checkpoint")
+    cleaned = task_xcom(run, "delete_checkpoint")
     assert cleaned["deleted"] is True and not Path(cleaned["checkpoint"]).exists()
     assert cleaned["checkpoint"] == f"{orders_warehouse}/_checkpoints/db.orders_enriched/fix1"
 
     with LineageStore.from_url(lineage_url) as store:
         sources = store.source_data_lineages(job="enrich_orders.fixed.fix1")
         sinks = store.sink_data_lineages(job="enrich_orders.fixed.fix1")
-        replaced = _xcom(run, "replace_main")
+        replaced = task_xcom(run, "replace_main")
         (link,) = upstream(store, "db", "orders_enriched", replaced["main_snapshot_id"], depth=2)[:1]
         deeper = upstream(store, "db", "orders_enriched", replaced["main_snapshot_id"], depth=2)[1:]
     assert [(s.table, s.snapshot_id, s.branch) for s in sources] == [("orders", 1, "main")]
@@ -181,12 +153,12 @@ def test_validate_names_the_bad_param(orders_warehouse, conf, message):
     if conf.get("checkpoint") == "__EXISTING__":
         conf = {**conf, "checkpoint": orders_warehouse}  # any folder that exists
     params = {**_default_params(), "warehouse": orders_warehouse, **conf}
-    before = _files(orders_warehouse)
+    before = files_by_size(orders_warehouse)
     with pytest.raises(AirflowFailException, match="invalid params|Paimon task") as err:
         validate_run(params, {"params": params})
     assert message in str(err.value)
     assert "nothing was changed" in str(err.value)
-    assert _files(orders_warehouse) == before
+    assert files_by_size(orders_warehouse) == before
 
 
 def test_validate_checks_every_paimon_task_against_the_planned_warehouse(orders_warehouse):
@@ -227,14 +199,14 @@ def _existing_branch_and_tag(warehouse: str) -> None:
 
 def test_bad_params_run_fails_at_the_first_task_and_changes_nothing(orders_warehouse, airflow_db):
     _existing_branch_and_tag(orders_warehouse)
-    before = _files(orders_warehouse)
+    before = files_by_size(orders_warehouse)
 
     run = _load_dag().test(run_conf={"warehouse": orders_warehouse, "branch": "existing"})
-    states = _states(run)
+    states = task_states(run)
     assert run.state == "failed"
     assert states["validate"] == "failed", states
     assert all(s == "upstream_failed" for t, s in states.items() if t != "validate"), states
-    assert _files(orders_warehouse) == before
+    assert files_by_size(orders_warehouse) == before
 
 
 def _json_line(stdout: str) -> list:

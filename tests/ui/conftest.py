@@ -15,8 +15,11 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
+    """Chromium for the UI tests, closed when the run leaves tests/ui: Playwright's sync API
+    keeps an asyncio loop marked running in the main thread while it is open, and Airflow's
+    ``dag.test()`` (``asyncio.run`` for a deferred task) refuses to start inside it."""
     if not os.path.exists(CHROMIUM):
         if IN_CI:
             pytest.fail("Debian's chromium is not installed (.ci/run installs it)")

@@ -36,11 +36,13 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentError(f"{self.prog}: {message}")
 
 
-def new_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """A parser with the arguments every job takes: warehouse, table, catalog options."""
+def new_parser(prog: str, description: str, *, one_table: bool = True) -> argparse.ArgumentParser:
+    """A parser with the arguments every job takes: warehouse, catalog options and, for
+    a job on one table (all but the multi-table ones), the table."""
     parser = _Parser(prog=prog, description=description)
     parser.add_argument("--warehouse", required=True, help="warehouse path or URI")
-    parser.add_argument("--table", required=True, help="table as database.table")
+    if one_table:
+        parser.add_argument("--table", required=True, help="table as database.table")
     parser.add_argument(
         "--catalog-option",
         action="append",
@@ -100,6 +102,16 @@ def print_error(message: str) -> None:
     _write_result_file({"error": message})
     sys.stderr.write(ERROR_PREFIX + message + "\n")
     sys.stderr.flush()
+
+
+def job_spark_session(app_name: str) -> Any:
+    """The running session (spark-submit's, or the caller's), else a local one."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    return SparkSession.builder.appName(app_name).getOrCreate()
 
 
 def run_job(body: Callable[[], dict[str, Any]]) -> int:

@@ -15,6 +15,9 @@ FAMILIES = {
     "branch": "airflow_provider_paimon.spark.jobs.branch",
     "tag": "airflow_provider_paimon.spark.jobs.tag",
     "compact": "airflow_provider_paimon.spark.jobs.compact",
+    "maintenance": "airflow_provider_paimon.spark.jobs.maintenance",
+    "audit": "airflow_provider_paimon.spark.jobs.audit",
+    "publish": "airflow_provider_paimon.spark.jobs.publish",
 }
 
 
