@@ -25,7 +25,11 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
-from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, missing_spark_connection
+from airflow_provider_paimon.hooks.spark_job import (
+    PaimonSparkJobHook,
+    airflow_context_env,
+    missing_spark_connection,
+)
 from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
@@ -165,6 +169,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             conf=self.spark_conf(context),
             name=self.application_name(context),
             secret_env=self.job_secret_env() or None,
+            context_env=airflow_context_env(context),  # the run, on the job's snapshots
             **self.spark_kwargs,
         )
 

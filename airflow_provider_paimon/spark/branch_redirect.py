@@ -237,7 +237,8 @@ _published_lock = threading.Lock()
 
 
 def register_data_source(spark: Any) -> None:
-    """Register the ``paimon`` data source on ``spark`` carrying the session's redirects.
+    """Register the ``paimon`` data source on ``spark`` carrying the session's redirects
+    and the snapshot properties of its commits (``paimon.commit_properties``).
 
     The class registered is a subclass of ``PaimonDataSource`` whose
     ``branch_redirects`` holds the session's ``spark.paimon.branch.*`` entries now:
@@ -248,15 +249,24 @@ def register_data_source(spark: Any) -> None:
     with the message that names the key. Used by ``register(spark)`` and by lineage
     capture when it re-registers the source.
     """
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
     from .datasource import PaimonDataSource
 
     raw = session_entries(spark)
+    # the Airflow run (this driver's AIRFLOW_CTX_* environment) and the Spark app id,
+    # for every snapshot the source commits: its commit runs in a worker that has neither
+    properties = commit_properties(spark_app_id=spark_app_id(spark))
     cls = PaimonDataSource
-    if raw:
+    if raw or properties:
         cls = type(
             "PaimonDataSource",
             (PaimonDataSource,),
-            {"branch_redirects": dict(raw), "__module__": PaimonDataSource.__module__},
+            {
+                "branch_redirects": dict(raw),
+                "commit_properties": properties,
+                "__module__": PaimonDataSource.__module__,
+            },
         )
     spark.dataSource.register(cls)
     _log_published(spark, raw)
