@@ -47,6 +47,8 @@ ENV_KEYS: dict[str, str] = {
     "AIRFLOW_CTX_TRY_NUMBER": TRY_NUMBER,
     "AIRFLOW_CTX_MAP_INDEX": MAP_INDEX,
 }
+#: every key this module writes (a copied snapshot drops them before naming its own run)
+RUN_KEYS = frozenset({*ENV_KEYS.values(), SPARK_APP_ID})
 # Longer values are cut: a property is metadata, never a payload.
 MAX_VALUE_CHARS = 1000
 
