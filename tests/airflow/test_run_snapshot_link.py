@@ -1,8 +1,9 @@
-"""A DAG run's commit names that run: ``dag.test()`` of a CompactionOperator (real spark-submit).
+"""Runs and snapshots linked both ways: ``dag.test()`` of a CompactionOperator (real spark-submit).
 
 One submit on purpose (each starts a JVM). The COMPACT snapshot the job commits must
 carry the dag id, run id, task id and try number of the task that submitted it, and
-the id of the Spark application that committed, read back with plain pypaimon.
+the id of the Spark application that committed, read back with plain pypaimon; the
+task's "Paimon lineage" extra link must point at that snapshot.
 """
 
 from __future__ import annotations
@@ -60,3 +61,38 @@ def test_compaction_snapshot_names_the_dag_run(wh, airflow_db, monkeypatch):
     )
     assert link.map_index is None  # not a mapped task
     assert link.spark_app_id and link.spark_app_id.startswith("local-"), snap.properties
+    # ... and the task's "Paimon lineage" extra link opens the lineage page at that snapshot
+    assert _extra_link(run, "compact") == (
+        f"/paimon-lineage/?database=db&table=events&snapshot={snap.id}"
+    )
+
+
+def _extra_link(run, task_id: str) -> str:
+    """The URL Airflow keeps (in XCom) for the task's "Paimon lineage" link."""
+    import json
+
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_provider_paimon.operators.links import PaimonLineageLink
+
+    with create_session() as session:
+        value = session.scalar(
+            select(XComModel.value).where(
+                XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id,
+                XComModel.task_id == task_id, XComModel.key == PaimonLineageLink().xcom_key,
+            )
+        )
+    return json.loads(value) if isinstance(value, str) and value.startswith('"') else value
+
+
+def test_lineage_link_for_a_branch_snapshot_under_a_base_url():
+    from airflow_provider_paimon.operators.links import lineage_page_url
+
+    assert lineage_page_url("sales.orders", 7, "fix 1", base_url="https://af.example/x/") == (
+        "https://af.example/x/paimon-lineage/?database=sales&table=orders&snapshot=7&branch=fix+1"
+    )
+    assert lineage_page_url("sales.orders", 7, "main", base_url="") == (
+        "/paimon-lineage/?database=sales&table=orders&snapshot=7"
+    )
