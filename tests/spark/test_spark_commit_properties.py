@@ -122,3 +122,24 @@ def test_streaming_micro_batches_name_the_run(spark, warehouse, probe, in_task, 
     assert snap.commit_kind == "APPEND" and snap.commit_identifier == 0  # micro-batch 0
     assert snap.properties == {**EXPECTED, "spark.app.id": spark.sparkContext.applicationId}
     assert probe.read_arrow("db.stream").num_rows == 2
+
+
+def test_foreach_batch_writer_names_the_run(spark, warehouse, probe, in_task, tmp_path):
+    from airflow_provider_paimon.spark import foreach_batch_writer
+
+    source = tmp_path / "in"
+    spark.createDataFrame([(1, "a")], "id long, name string").write.parquet(str(source))
+    sink = foreach_batch_writer(
+        "db.fb", warehouse=warehouse, checkpoint_location=str(tmp_path / "ckpt"),
+        options={"create-table": "true"},
+    )
+    query = (
+        spark.readStream.schema("id long, name string").parquet(str(source))
+        .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True).start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    snap = probe.latest("db.fb")
+    assert snap.commit_identifier == 0
+    assert snap.properties == {**EXPECTED, "spark.app.id": spark.sparkContext.applicationId}
