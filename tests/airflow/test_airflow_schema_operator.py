@@ -162,3 +162,20 @@ def test_dag_test_result_reaches_the_next_task(wh, airflow_db, tmp_path, monkeyp
     assert wh.table("db.events", "fix").field_names == ["id", "discount", "dt", "v"]
     assert wh.table("db.events").field_names == ["id", "dt", "v"]
     assert all(r["discount"] is None for r in _rows(wh, "fix"))
+
+
+def test_schema_doc_dag_sample_builds():
+    import re
+    from pathlib import Path
+
+    from airflow.sdk import DAG
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "schema.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)
+    assert len(blocks) == 2
+    with DAG("doc_schema", schedule=None) as dag:
+        exec(compile(blocks[1], str(doc), "exec"), {})
+    add = dag.get_task("add_discount")
+    assert isinstance(add, AlterTableOperator) and add.branch == "fix_{{ ds_nodash }}"
+    assert add.upstream_task_ids == {"branch"} and dag.get_task("rerun_fixed").upstream_task_ids == {"add_discount"}
+    assert dag.get_task("replace").upstream_task_ids == {"rerun_fixed"}
