@@ -62,7 +62,9 @@ class AlterTableOperator(MaskRenderedSecrets, BaseOperator):
     :param paimon_conn_id: a ``paimon`` connection.
 
     Returns (XCom) ``table``, ``branch``, ``old_schema_id``, ``new_schema_id``,
-    ``changes``, ``columns``, ``changed``. A change the rules refuse fails the task
+    ``changes``, ``columns``, ``changed``, ``skipped``. ``if_not_exists: true`` on
+    ``add_column`` and ``if_exists: true`` on ``drop_column`` make a retried task pass
+    when its change already landed. A change the rules refuse fails the task
     (no retries) with every problem named and nothing written; losing a race against
     another schema change fails it retryably (a retry re-checks on the new schema).
     """

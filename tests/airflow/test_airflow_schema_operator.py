@@ -77,7 +77,7 @@ def test_alter_main_with_templates(wh):
         "table": "db.events", "branch": "main", "old_schema_id": 0, "new_schema_id": 1,
         "changes": [{"op": "add_column", "name": "discount", "after": "id", "type": "DECIMAL(10,2)"},
                     {"op": "set_option", "key": "snapshot.num-retained.max", "value": "25"}],
-        "columns": ["id", "discount", "dt", "v"], "changed": True,
+        "columns": ["id", "discount", "dt", "v"], "changed": True, "skipped": [],
     }
     logged = [line for line in lines if line.startswith("altered db.events on main")]
     assert logged == ["altered db.events on main: schema 0 -> 1, 2 change(s); columns: id, discount, dt, v"]
@@ -86,6 +86,18 @@ def test_alter_main_with_templates(wh):
     assert len(main) == 9 and all(r["discount"] is None for r in main)  # plain pypaimon reads null
     assert wh.table("db.events").table_schema.options["snapshot.num-retained.max"] == "25"
     assert _rows(wh, "fix") == before_fix and "discount" not in wh.table("db.events", "fix").field_names
+
+
+def test_a_retried_task_with_if_not_exists_succeeds_writing_nothing(wh):
+    changes = [{"op": "add_column", "name": "discount", "type": "DOUBLE", "if_not_exists": True},
+               {"op": "drop_column", "name": "v", "if_exists": "{{ 'true' }}"}]
+    first, _ = _execute(_dag_op(table="db.events", changes=changes))
+    assert first["changed"] and first["skipped"] == [] and first["columns"] == ["id", "dt", "discount"]
+    before = wh.files()
+    again, lines = _execute(_dag_op(table="db.events", changes=changes))
+    assert again["changed"] is False and len(again["skipped"]) == 2 and again["new_schema_id"] == 1
+    assert any("already has the requested schema" in line for line in lines)
+    assert wh.files() == before
 
 
 def test_alter_a_branch_leaves_main_alone(wh):

@@ -174,6 +174,23 @@ def test_rerun_of_a_no_op_writes_nothing(warehouse):
     assert tree(warehouse) == before
 
 
+def test_if_not_exists_and_if_exists_make_reruns_pass(warehouse):
+    catalog, t = make_orders(warehouse)
+    changes = [{"op": "add_column", "name": "discount", "type": "DECIMAL(10,2)", "if_not_exists": True},
+               {"op": "drop_column", "name": "note", "if_exists": True},
+               {"op": "set_option", "key": "owner", "value": "ops"}]
+    first = alter_table(t, changes)
+    assert first["changed"] and first["skipped"] == []
+    before = tree(warehouse)
+    again = alter_table(t, changes)
+    assert not again["changed"] and [c["op"] for c in again["skipped"]] == ["add_column", "drop_column"]
+    assert tree(warehouse) == before
+    # a column that exists with another type is still refused
+    with pytest.raises(SchemaChangeError, match="exists with type DECIMAL.10,2., not BIGINT"):
+        alter_table(t, [{"op": "add_column", "name": "discount", "type": "BIGINT", "if_not_exists": True}])
+    assert tree(warehouse) == before
+
+
 def test_nullability_both_ways_while_the_branch_is_empty(warehouse):
     catalog, t = make_orders(warehouse, rows_=0)
     alter_table(t, [{"op": "update_column_nullability", "name": "qty", "nullable": False}])

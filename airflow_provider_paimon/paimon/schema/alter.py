@@ -54,14 +54,15 @@ def alter_table(table: Any, changes: Any, *, branch: str | None = None) -> dict[
         raise InvalidArgumentError(f"table {layout.table_path} has no schema on {_where(branch)}")
     snapshot = latest_snapshot(layout, branch)
     row_count = int((snapshot or {}).get("totalRecordCount") or 0) if snapshot else 0
-    check_changes(old, parsed, has_snapshots=snapshot is not None, row_count=row_count)
-    new = _generate(manager, old, parsed)
+    model = check_changes(old, parsed, has_snapshots=snapshot is not None, row_count=row_count)
+    new = _generate(manager, old, [c for i, c in enumerate(parsed) if i not in model.skipped])
     result = {
         "table": _table_name(table),
         "branch": branch_name,
         "old_schema_id": old.id,
         "new_schema_id": old.id,
         "changes": [c.as_dict() for c in parsed],
+        "skipped": [c.as_dict() for i, c in enumerate(parsed) if i in model.skipped],
         "columns": [f.name for f in new.fields],
         "changed": False,
     }

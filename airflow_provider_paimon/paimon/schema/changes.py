@@ -21,8 +21,8 @@ from ..errors import InvalidArgumentError
 
 #: op -> (required keys, optional keys); "op" itself is implied
 OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "add_column": (("name", "type"), ("comment", "after", "before", "first")),
-    "drop_column": (("name",), ()),
+    "add_column": (("name", "type"), ("comment", "after", "before", "first", "if_not_exists")),
+    "drop_column": (("name",), ("if_exists",)),
     "rename_column": (("name", "new_name"), ()),
     "update_column_type": (("name", "type"), ()),
     "update_column_nullability": (("name", "nullable"), ()),
@@ -129,8 +129,9 @@ def parse_change(raw: Any, index: int = 0) -> Change:
         args["type"] = raw["type"].strip()
     if "nullable" in raw:
         args["nullable"] = _bool(raw["nullable"], "nullable", where)
-    if "first" in raw:
-        args["first"] = _bool(raw["first"], "first", where)
+    for flag in ("first", "if_not_exists", "if_exists"):
+        if flag in raw:
+            args[flag] = _bool(raw[flag], flag, where)
     if "comment" in raw:
         comment = raw["comment"]
         if comment is not None and not isinstance(comment, str):

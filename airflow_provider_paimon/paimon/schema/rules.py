@@ -12,7 +12,9 @@ Refused, and why:
 * changing the type of a key column, or to a type that does not widen
   (``widening.py``): old files would be read through a lossy cast;
 * a column that already exists (also when only the case differs: Spark resolves
-  names case-insensitively) or does not exist;
+  names case-insensitively) or does not exist; ``add_column`` with
+  ``if_not_exists: true`` skips a column that exists with the same type, and
+  ``drop_column`` with ``if_exists: true`` a missing one (so a retried task passes);
 * adding a NOT NULL column (existing rows have no value for it);
 * making a nullable column NOT NULL while the branch holds rows (Paimon cannot prove
   none of them is null), or a primary key column nullable;
@@ -54,6 +56,9 @@ class SchemaModel:
     has_snapshots: bool
     row_count: int
     problems: list[str] = field(default_factory=list)
+    #: indices of changes with ``if_not_exists`` / ``if_exists`` that have nothing to do
+    skipped: set[int] = field(default_factory=set)
+    current: int = 0
 
     @classmethod
     def of(cls, schema: Any, *, has_snapshots: bool, row_count: int) -> SchemaModel:
@@ -104,6 +109,15 @@ class SchemaModel:
 
 def _add(m: SchemaModel, c: Change, where: str) -> None:
     name = c.args["name"]
+    if c.args.get("if_not_exists") and name in m.columns:
+        have = m.types[name]
+        if getattr(have, "type", None) != getattr(c.data_type, "type", None):
+            m.problems.append(
+                f"{where}: column {name!r} exists with type {have}, not {c.args['type']}; "
+                "if_not_exists only skips a column that is already as requested"
+            )
+        m.skipped.add(m.current)
+        return
     ok = m.require_new(name, where)
     if c.data_type is not None and not c.data_type.nullable:
         m.problems.append(
@@ -130,6 +144,9 @@ def _add(m: SchemaModel, c: Change, where: str) -> None:
 
 def _drop(m: SchemaModel, c: Change, where: str) -> None:
     name = c.args["name"]
+    if c.args.get("if_exists") and name not in m.columns:
+        m.skipped.add(m.current)
+        return
     if not m.require(name, where):
         return
     role = m.key_role(name)
@@ -260,6 +277,7 @@ def check_changes(schema: Any, changes: list[Change], *, has_snapshots: bool, ro
     """Replay ``changes`` on ``schema``; raise one ``SchemaChangeError`` naming every problem."""
     model = SchemaModel.of(schema, has_snapshots=has_snapshots, row_count=row_count)
     for i, change in enumerate(changes):
+        model.current = i
         _RULES[change.op](model, change, f"change #{i + 1} ({change.describe()})")
     if model.problems:
         raise SchemaChangeError("schema change refused, nothing written: " + "; ".join(model.problems))
