@@ -1,6 +1,9 @@
-"""``write.merge-schema=true``: a DataFrame column the table lacks is added (nullable) on the
+"""Schema evolution seen from Spark.
+
+``write.merge-schema=true``: a DataFrame column the table lacks is added (nullable) on the
 written branch before the data commit; everything else is checked first; plain pypaimon
-reads the result (old rows null in the new column)."""
+reads the result (old rows null in the new column). And the data source's reads after
+``alter_table`` (batch and time travel) match plain pypaimon's."""
 
 from __future__ import annotations
 
@@ -95,3 +98,27 @@ def test_native_write_to_a_branch_adds_the_column_there_only(spark, warehouse, t
     assert t.table("db.t").field_names == ["id", "v"] and _rows(t) == [(1, "a")]
     ops.replace_main(table, "fix")
     assert _rows(t) == [(1, "a", None), (2, "b", 7)]
+
+
+def test_spark_reads_across_alter_match_pypaimon(spark, warehouse, t, paimon_io):
+    """After add + rename + widen: the data source's batch read and time travel to the
+    snapshot before the change read what plain pypaimon reads."""
+    from airflow_provider_paimon.paimon.schema import alter_table
+
+    read, _ = paimon_io
+    t.create("db.w", pa.schema([("id", pa.int32()), ("v", pa.string())]))
+    t.write_arrow("db.w", pa.Table.from_pylist([{"id": 1, "v": "a"}], schema=pa.schema([("id", pa.int32()),
+                                                                                         ("v", pa.string())])))
+    alter_table(t.table("db.w"), [{"op": "update_column_type", "name": "id", "type": "BIGINT"},
+                                  {"op": "rename_column", "name": "v", "new_name": "val"},
+                                  {"op": "add_column", "name": "n", "type": "INT"}])
+    t.write_arrow("db.w", pa.Table.from_pylist([{"id": 2**40, "val": "b", "n": 5}],
+                                               schema=pa.schema([("id", pa.int64()), ("val", pa.string()),
+                                                                 ("n", pa.int32())])))
+    expected = sorted(tuple(r.values()) for r in t.read_arrow("db.w").to_pylist())
+    assert expected == [(1, "a", None), (2**40, "b", 5)]
+    df = read("db.w")
+    assert df.columns == ["id", "val", "n"] and str(df.schema["id"].dataType) == "LongType()"
+    assert sorted(tuple(r) for r in df.collect()) == expected
+    old = sorted(tuple(r.values()) for r in t.read_arrow("db.w", **{"scan.snapshot-id": "1"}).to_pylist())
+    assert sorted(tuple(r) for r in read("db.w", snapshot_id=1).collect()) == old
