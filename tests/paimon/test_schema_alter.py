@@ -382,3 +382,20 @@ def test_alter_on_an_s3_warehouse(s3_warehouse):
     doc = json.loads(catalog.file_io.read_file_utf8(
         f"{s3_warehouse.uri}/db.db/t/branch/branch-fix/schema/schema-1"))
     assert [f["name"] for f in doc["fields"]] == ["id", "v", "w"]
+
+
+def test_fast_forward_after_a_branch_schema_change(warehouse):
+    catalog, t = make_orders(warehouse)
+    create_tag(t, "t1")
+    ops.create_branch(t, "fix", tag="t1")
+    alter_table(t, [{"op": "rename_column", "name": "note", "new_name": "remark"},
+                    {"op": "add_column", "name": "src", "type": "STRING"}], branch="fix")
+    write_orders(load_table(catalog, "db.orders", "fix"), [(7, 70, "7.50", None)], {"remark": "r7", "src": "fix"})
+    branch_rows, branch_fields = rows(catalog, "db.orders", "fix"), fields(catalog, branch="fix")
+    assert ("d1", 1, 10, decimal.Decimal("1.50"), "n1", None) in branch_rows  # renamed keeps data, added is null
+
+    ops.fast_forward(t, "fix")
+
+    assert rows(catalog, "db.orders") == branch_rows
+    assert fields(catalog) == branch_fields
+    assert schema_files(warehouse) == ["schema-0", "schema-1"]
