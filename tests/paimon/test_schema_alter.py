@@ -399,3 +399,17 @@ def test_fast_forward_after_a_branch_schema_change(warehouse):
     assert rows(catalog, "db.orders") == branch_rows
     assert fields(catalog) == branch_fields
     assert schema_files(warehouse) == ["schema-0", "schema-1"]
+
+
+def test_not_null_refused_when_the_snapshot_does_not_count_rows(warehouse):
+    """A snapshot without ``totalRecordCount`` (older writers): rows are assumed."""
+    catalog, t = make_orders(warehouse, rows_=1)
+    path = os.path.join(table_dir(warehouse, "db.orders"), "snapshot", "snapshot-1")
+    doc = json.load(open(path))
+    doc.pop("totalRecordCount")
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    before = tree(warehouse)
+    with pytest.raises(SchemaChangeError, match="cannot make 'qty' NOT NULL, the branch holds rows"):
+        alter_table(t, [{"op": "update_column_nullability", "name": "qty", "nullable": False}])
+    assert tree(warehouse) == before

@@ -53,7 +53,7 @@ def alter_table(table: Any, changes: Any, *, branch: str | None = None) -> dict[
     if old is None:
         raise InvalidArgumentError(f"table {layout.table_path} has no schema on {_where(branch)}")
     snapshot = latest_snapshot(layout, branch)
-    row_count = int((snapshot or {}).get("totalRecordCount") or 0) if snapshot else 0
+    row_count = _row_count(snapshot)
     model = check_changes(old, parsed, has_snapshots=snapshot is not None, row_count=row_count)
     new = _generate(manager, old, [c for i, c in enumerate(parsed) if i not in model.skipped])
     result = {
@@ -147,6 +147,14 @@ def _same(old: Any, new: Any) -> bool:
         return {k: v for k, v in d.items() if k not in ("id", "timeMillis")}
 
     return doc(old) == doc(new)
+
+
+def _row_count(snapshot: dict[str, Any] | None) -> int | None:
+    """Rows of the latest snapshot; ``None`` when the snapshot does not say (old format)."""
+    if snapshot is None:
+        return 0
+    count = snapshot.get("totalRecordCount")
+    return None if count is None else int(count)
 
 
 def _table_name(table: Any) -> str:

@@ -54,14 +54,14 @@ class SchemaModel:
     primary_keys: list[str]
     options: dict[str, str]
     has_snapshots: bool
-    row_count: int
+    row_count: int | None  # None: the latest snapshot does not say
     problems: list[str] = field(default_factory=list)
     #: indices of changes with ``if_not_exists`` / ``if_exists`` that have nothing to do
     skipped: set[int] = field(default_factory=set)
     current: int = 0
 
     @classmethod
-    def of(cls, schema: Any, *, has_snapshots: bool, row_count: int) -> SchemaModel:
+    def of(cls, schema: Any, *, has_snapshots: bool, row_count: int | None) -> SchemaModel:
         return cls(
             columns=[f.name for f in schema.fields],
             types={f.name: f.type for f in schema.fields},
@@ -222,9 +222,10 @@ def _nullability(m: SchemaModel, c: Change, where: str) -> None:
     if nullable and name in m.primary_keys:
         m.problems.append(f"{where}: primary key column {name!r} must stay NOT NULL")
         return
-    if not nullable and current and m.row_count > 0:
+    if not nullable and current and (m.row_count is None or m.row_count > 0):
+        held = "rows" if m.row_count is None else f"{m.row_count} row(s)"
         m.problems.append(
-            f"{where}: cannot make {name!r} NOT NULL, the branch holds {m.row_count} row(s) that "
+            f"{where}: cannot make {name!r} NOT NULL, the branch holds {held} that "
             "may hold nulls in it (Paimon cannot check old files); keep it nullable, or declare "
             "it NOT NULL before any data is written"
         )
@@ -273,7 +274,9 @@ _RULES = {
 }
 
 
-def check_changes(schema: Any, changes: list[Change], *, has_snapshots: bool, row_count: int) -> SchemaModel:
+def check_changes(
+    schema: Any, changes: list[Change], *, has_snapshots: bool, row_count: int | None
+) -> SchemaModel:
     """Replay ``changes`` on ``schema``; raise one ``SchemaChangeError`` naming every problem."""
     model = SchemaModel.of(schema, has_snapshots=has_snapshots, row_count=row_count)
     for i, change in enumerate(changes):
