@@ -34,6 +34,8 @@ OWN_OPTIONS = frozenset(
         "overwrite-mode",
         "overwrite-partition",
         "precommit-compact",
+        "write.merge-schema",
+        "write.merge-schema.explicit-cast",
         "event-listeners",
         "event-log",
         "columns",
@@ -154,6 +156,7 @@ class PaimonOptions:
     overwrite_mode: str = "static"
     overwrite_partition: dict[str, str] | None = None
     precommit_compact: bool = False
+    merge_schema: bool = False
     # read side
     columns: list[str] = field(default_factory=list)
     min_partitions: int | None = None
@@ -198,6 +201,23 @@ class PaimonOptions:
     @property
     def time_travel(self) -> bool:
         return self.snapshot_id is not None or self.tag is not None
+
+
+def _merge_schema_option(opts: Mapping[str, str]) -> bool:
+    """``write.merge-schema``: a DataFrame column the table lacks is added before writing.
+
+    ``write.merge-schema.explicit-cast=true`` (Paimon's connector: cast DataFrame columns
+    to narrower table types) is refused: a lossy cast on write is what the schema rules
+    refuse everywhere else; cast in Spark first.
+    """
+    merge = bool_option(opts, "write.merge-schema", False)
+    if bool_option(opts, "write.merge-schema.explicit-cast", False):
+        raise InvalidArgumentError(
+            "option 'write.merge-schema.explicit-cast' is not supported: casting DataFrame "
+            "columns to the table's types may lose data; cast them in Spark first "
+            "(df.withColumn('x', col('x').cast('int')))"
+        )
+    return merge
 
 
 def parse_options(options: Mapping[str, str]) -> PaimonOptions:
@@ -268,6 +288,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         overwrite_mode=mode,
         overwrite_partition=overwrite_partition,
         precommit_compact=bool_option(opts, "precommit-compact", False),
+        merge_schema=_merge_schema_option(opts),
         columns=_names(opts, "columns"),
         min_partitions=int_option(opts, "read.min-partitions", minimum=1),
         partition_target_size=int_option(opts, "read.partition-target-size", minimum=1),

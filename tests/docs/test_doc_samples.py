@@ -121,3 +121,26 @@ def test_lineage_capture_page(spark, warehouse, tmp_path):
         assert len(store.sink_data_lineages(job="orders.copy")) == 1
     finally:
         store.close()
+
+
+def test_schema_page_walkthrough(spark, warehouse):
+    """docs/schema.md: branch, add a column on it, write the correction, replace main;
+    plain pypaimon then reads main as the corrected branch, with the new column."""
+    from pypaimon import CatalogFactory
+
+    uri = Path(warehouse).as_uri()
+    orders = spark.createDataFrame([(1, "2026-11-01", 10.0), (2, "2026-11-01", 20.0)],
+                                   "id BIGINT, day STRING, price DOUBLE")
+    (orders.write.format("paimon").option("warehouse", uri).option("table", "sales.orders")
+     .option("create-table", "true").mode("append").save())
+    walkthrough = _python_blocks("schema.md")[0]
+    ns = _run(walkthrough.replace("file:///data/warehouse", uri), "schema.md:1", {"spark": spark})
+    assert ns["published"]["schema_id"] == 1 and ns["published"]["backup"]["kind"] == "branch"
+    table = CatalogFactory.create({"warehouse": warehouse}).get_table("sales.orders")
+    rb = table.new_read_builder()
+    got = sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": 1, "day": "2026-11-01", "price": 10.0, "discount": 1.0},
+                   {"id": 2, "day": "2026-11-01", "price": 20.0, "discount": None}]
+    backup = ns["published"]["backup"]["name"]
+    old = CatalogFactory.create({"warehouse": warehouse}).get_table(f"sales.orders$branch_{backup}")
+    assert old.field_names == ["id", "day", "price"]
