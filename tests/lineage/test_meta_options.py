@@ -256,3 +256,57 @@ def test_password_never_logged_when_the_store_is_down(tmp_path, caplog):
     assert PW not in caplog.text and PW not in (rec.last_error or "")
     spooled = (tmp_path / "spool" / "job.y" / "pending.jsonl").read_text()
     assert PW not in spooled
+
+
+# -- the paimon data source's options -------------------------------------------------
+
+
+def test_data_source_options_keep_lineage_keys_away_from_pypaimon():
+    from airflow_provider_paimon.spark.options import parse_options
+
+    opts = parse_options({
+        "warehouse": "/wh", "table": "db.t", "table-lineage": "true", "lineage-meta": "jdbc",
+        "jdbc.url": "jdbc:mysql://db/x", "jdbc.username": "u", "jdbc.password": PW,
+        "jdbc.driver": "org.mariadb.jdbc.Driver", "jdbc.database": "cat", "bucket": "2",
+    })
+    assert opts.lineage.table_lineage and opts.lineage.database == "cat"
+    for key in ("table-lineage", "lineage-meta", "jdbc.url", "jdbc.driver", "jdbc.database"):
+        assert key not in opts.catalog_options and key not in opts.table_options
+    assert opts.table_options == {"bucket": "2"}
+    assert PW not in repr(opts)
+    plain = parse_options({"warehouse": "/wh", "table": "db.t", "jdbc.url": "jdbc:mysql://db/x"})
+    assert plain.lineage is None and plain.catalog_options["jdbc.url"] == "jdbc:mysql://db/x"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [({"table-lineage": "maybe"}, "option 'table-lineage' must be a boolean"),
+     ({"data-lineage": "true", "lineage-meta": "nope"}, "installed: jdbc, memory")],
+)
+def test_data_source_refuses_bad_lineage_options(extra, message):
+    from airflow_provider_paimon.spark.options import parse_options
+
+    with pytest.raises(InvalidArgumentError, match=message):
+        parse_options({"warehouse": "/wh", "table": "db.t", **extra})
+
+
+def test_options_that_contradict_the_sessions_capture_are_refused():
+    from airflow_provider_paimon.spark.lineage_direct import (
+        SESSION_ENV,
+        check_session,
+        session_descriptor,
+    )
+    from airflow_provider_paimon.spark.options import parse_options
+
+    cfg = capture_config({"spark.paimon.catalog.table-lineage": "true",
+                          "spark.paimon.catalog.jdbc.url": "jdbc:sqlite:/tmp/a.db"}, "app", environ={})
+    env = {SESSION_ENV: session_descriptor(cfg)}
+    same = parse_options({"warehouse": "/wh", "table": "db.t", "table-lineage": "true",
+                          "jdbc.url": "jdbc:sqlite:/tmp/a.db"})
+    check_session(same, env)  # agrees: fine
+    check_session(parse_options({"warehouse": "/wh", "table": "db.t"}), env)  # says nothing: fine
+    other = parse_options({"warehouse": "/wh", "table": "db.t", "table-lineage": "true",
+                           "data-lineage": "true", "jdbc.url": "jdbc:sqlite:/tmp/b.db"})
+    with pytest.raises(InvalidArgumentError, match="disagree") as info:
+        check_session(other, env)
+    assert "data-lineage=true" in str(info.value) and "/tmp/b.db" in str(info.value)
