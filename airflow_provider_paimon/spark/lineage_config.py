@@ -154,6 +154,10 @@ def capture_config(
         url = _merge_url(url, seed)
     if url is None:
         url = (env.get(ENV_URL) or "").strip() or None
+    if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
+        from airflow_provider_paimon.lineage.url import parse_url
+
+        url = parse_url(url).render_as_string(hide_password=False)
     if url is not None:
         try:
             url = with_password(url, env.get(ENV_PASSWORD))

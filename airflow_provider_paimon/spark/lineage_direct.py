@@ -130,8 +130,18 @@ def config_for(opts: Any) -> CaptureConfig:
         table_lineage=settings.table_lineage,
         data_lineage=settings.data_lineage,
         meta=settings.meta,
-        meta_options=dict(settings.options),
+        meta_options=_catalog_options(settings.options, opts.warehouse),
     )
+
+
+def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, str]:
+    """The options that describe the catalog (for the factory and the options table):
+    not what this one read or write asked for (``table``, ``columns``, ``branch``...)."""
+    from .options import OWN_OPTIONS
+
+    kept = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
+    kept["warehouse"] = warehouse
+    return kept
 
 
 def _scans_path(config: CaptureConfig) -> str:

@@ -135,6 +135,7 @@ def test_data_source_options_record_lineage(spark, warehouse, tmp_path, store, c
     assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, dst)]
     assert got["up"] == [("src", 1, job)] and got["down"] == [("dst", dst)]
     assert got["options"]["table-lineage"] == "true" and "jdbc.password" not in got["options"]
+    assert got["options"]["warehouse"] == warehouse and "table" not in got["options"]
     assert not (tmp_path / "spool" / job / "pending.jsonl").exists()  # nothing left undelivered
 
 

@@ -310,3 +310,44 @@ def test_options_that_contradict_the_sessions_capture_are_refused():
     with pytest.raises(InvalidArgumentError, match="disagree") as info:
         check_session(other, env)
     assert "data-lineage=true" in str(info.value) and "/tmp/b.db" in str(info.value)
+
+
+@pytest.mark.postgres
+def test_lineage_keys_do_not_reach_a_jdbc_catalogs_driver(postgres_server_url, warehouse, unique_name):
+    """pypaimon's JDBC catalog hands every jdbc.* option to its driver: jdbc.url would break it."""
+    import sqlalchemy as sa
+
+    from airflow_provider_paimon.paimon.catalog import open_catalog
+
+    server = sa.create_engine(postgres_server_url, isolation_level="AUTOCOMMIT")
+    with server.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{unique_name}"')
+    try:
+        catalog = open_catalog(warehouse, {
+            "metastore": "jdbc", "uri": f"jdbc:postgresql://127.0.0.1:5432/{unique_name}",
+            "jdbc.user": "postgres", "table-lineage": "true", "lineage-meta": "jdbc",
+            "jdbc.url": "jdbc:postgresql://127.0.0.1:5432/test", "jdbc.driver": "org.postgresql.Driver",
+            "jdbc.database": "lineage",
+        })
+        catalog.create_database("db", True)
+        assert "db" in catalog.list_databases()
+        for attr in ("connection", "_connection", "conn"):  # release it before the DROP
+            conn = getattr(catalog, attr, None)
+            if hasattr(conn, "close"):
+                conn.close()
+    finally:
+        with server.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{unique_name}" WITH (FORCE)')
+        server.dispose()
+
+
+def test_our_own_url_settings_take_a_jdbc_url_too():
+    from airflow_provider_paimon.lineage.url import parse_url
+
+    assert parse_url("jdbc:postgresql://pg:5432/meta").drivername == "postgresql+psycopg2"
+    cfg = capture_config({"spark.paimon.lineage.url": "jdbc:mysql://lineage@db:3306/x"}, "app",
+                         environ={"PAIMON_LINEAGE_PASSWORD": PW})
+    from sqlalchemy.engine import make_url
+
+    url = make_url(cfg.url)
+    assert (url.drivername, url.username, url.password) == ("mysql+pymysql", "lineage", PW)
