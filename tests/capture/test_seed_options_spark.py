@@ -3,9 +3,9 @@
 A batch job reads one Paimon table and writes another with ``table-lineage``,
 ``data-lineage``, ``lineage-meta=jdbc`` and ``jdbc.*`` given the ways users give
 catalog options: as the ``paimon`` data source's options (no capture: the data source
-records), through ``write_table`` (the native path), and as ``spark.paimon.catalog.*``
-conf (the capture records). The store is read back with ``LineageStore`` and the
-package's own lineage queries.
+records), and through ``write_table`` (the native path). The store is read back with
+``LineageStore`` and the package's own lineage queries. The ``spark.paimon.catalog.*``
+conf and the capture: tests/lineage/test_meta_options.py (no Spark needed there).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from airflow_provider_paimon.lineage.queries import downstream, upstream
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark import register
-from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
 
 pytestmark = pytest.mark.spark
 
@@ -61,6 +60,12 @@ def make_tables(warehouse, rows=5):
 def latest(catalog, name):
     snapshot = catalog.get_table(name).snapshot_manager().get_latest_snapshot()
     return None if snapshot is None else snapshot.id
+
+
+def read_ids(catalog, name):
+    read_builder = catalog.get_table(name).new_read_builder()
+    splits = read_builder.new_scan().plan().splits()
+    return read_builder.new_read().to_arrow(splits).column("id").to_pylist()
 
 
 def copy(spark, warehouse, options):
@@ -126,8 +131,7 @@ def test_data_source_options_record_lineage(spark, warehouse, tmp_path, store, c
     with configured(spark, {"spark.paimon.lineage.job": job, "spark.paimon.lineage.spoolDir": str(tmp_path / "spool")}):
         copy(spark, warehouse, options)
     # the write happened (the lineage keys did not reach pypaimon) ...
-    assert sorted(r.id for r in spark.read.format("paimon").option("warehouse", warehouse)
-                  .option("table", "db.dst").load().collect()) == list(range(5))
+    assert sorted(read_ids(catalog, "db.dst")) == list(range(5))  # plain pypaimon reads it back
     dst = latest(catalog, "db.dst")
     # ... and its lineage is in the store the options name, readable by our queries
     got = lineage_rows(url, database, job)
@@ -159,38 +163,3 @@ def test_table_lineage_only_from_options_and_native_write(spark, warehouse, tmp_
     with pytest.raises(InvalidArgumentError, match="option 'table-lineage' must be a boolean"):
         write_table(df, "db.dst", warehouse=warehouse, options={"table-lineage": "maybe"})
     assert latest(catalog, "db.dst") == 1
-
-
-def test_spark_conf_catalog_keys_turn_the_capture_on(spark, warehouse, tmp_path):
-    catalog = make_tables(warehouse)
-    path = tmp_path / "lineage.db"
-    job = f"seed.capture.{time.monotonic_ns()}"
-    conf = {
-        "spark.paimon.catalog.data-lineage": "true",
-        "spark.paimon.catalog.lineage-meta": "jdbc",
-        "spark.paimon.catalog.jdbc.url": f"jdbc:sqlite:{path}",
-        "spark.paimon.catalog.jdbc.database": "cat1",
-        "spark.paimon.lineage.job": job,
-        "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
-        "spark.paimon.lineage.pollIntervalMs": "100",
-    }
-    with configured(spark, conf):
-        capture = enable_lineage_capture(spark, force=False)
-        assert capture is not None and capture.config.data_lineage and not capture.config.table_lineage
-        try:
-            # options that contradict the capture fail before any data moves
-            with pytest.raises(Exception, match="disagree with the session's lineage capture") as info:
-                copy(spark, warehouse, {"table-lineage": "true", "jdbc.url": f"jdbc:sqlite:{tmp_path / 'other.db'}"})
-            assert "table-lineage=true" in str(info.value) and "other.db" in str(info.value)
-            assert latest(catalog, "db.dst") is None
-            copy(spark, warehouse, {})
-            deadline = time.monotonic() + 30
-            while capture.recorder.delivered < 1 and time.monotonic() < deadline:
-                time.sleep(0.1)
-        finally:
-            capture.close()
-    got = lineage_rows(f"sqlite:///{path}", "cat1", job)
-    assert got["source_tables"] == [] and got["sink_tables"] == []  # data lineage only
-    assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, 1)]
-    assert got["up"] == [("src", 1, job)]
-    assert got["options"]["data-lineage"] == "true" and got["options"]["jdbc.database"] == "cat1"

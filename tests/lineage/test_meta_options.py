@@ -351,3 +351,42 @@ def test_our_own_url_settings_take_a_jdbc_url_too():
 
     url = make_url(cfg.url)
     assert (url.drivername, url.username, url.password) == ("mysql+pymysql", "lineage", PW)
+
+
+def test_capture_from_catalog_conf_records_data_lineage_only_and_tells_the_workers(tmp_path):
+    """The capture a ``spark.paimon.catalog.*`` conf turns on: its events -> the store it names."""
+    from types import SimpleNamespace
+
+    from airflow_provider_paimon.spark.lineage_capture import LineageCapture
+    from airflow_provider_paimon.spark.lineage_direct import check_session
+    from airflow_provider_paimon.spark.options import parse_options
+
+    path = tmp_path / "lineage.db"
+    conf = {
+        "spark.paimon.catalog.data-lineage": "true",
+        "spark.paimon.catalog.lineage-meta": "jdbc",
+        "spark.paimon.catalog.jdbc.url": f"jdbc:sqlite:{path}",
+        "spark.paimon.catalog.jdbc.database": "cat1",
+        "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
+    }
+    config = capture_config(conf, "etl.seed", environ={})
+    spark_conf = SimpleNamespace(getAll=lambda: list(conf.items()))
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(getConf=lambda: spark_conf),
+                            conf=SimpleNamespace(getAll={}), version="4")
+    capture = LineageCapture(spark, config, recorder=LineageRecorder(config))
+    capture.recorder.open()
+    table = {"warehouse": "/wh", "database": "db", "branch": "main"}
+    capture._on_event({"kind": "scan", **table, "table": "src", "snapshot_id": 4})
+    capture._on_event({"kind": "commit", **table, "table": "dst", "snapshot_id": 2, "commit_kind": "APPEND"})
+    capture.recorder.close()
+    with LineageStore.from_url(f"sqlite:///{path}", "cat1") as store:
+        assert store.source_table_lineages() == [] and store.sink_table_lineages() == []
+        assert [(d.table, d.barrier_id, d.snapshot_id) for d in store.source_data_lineages()] == [("src", 1, 4)]
+        assert [(d.table, d.barrier_id, d.snapshot_id) for d in store.sink_data_lineages()] == [("dst", 1, 2)]
+        assert store.options()["jdbc.database"] == "cat1"
+    # what the data source's workers get: a read/write whose options say otherwise fails
+    env = capture._worker_env()
+    check_session(parse_options({"warehouse": "/wh", "table": "db.t", "data-lineage": "true",
+                                 "jdbc.url": f"jdbc:sqlite:{path}"}), env)
+    with pytest.raises(InvalidArgumentError, match="table-lineage=true"):
+        check_session(parse_options({"warehouse": "/wh", "table": "db.t", "table-lineage": "true"}), env)
