@@ -146,6 +146,15 @@ def factories() -> dict[str, LineageMetaFactory]:
     """
     found: dict[str, LineageMetaFactory] = {}
     origin: dict[str, str] = {}
+    # The shipped factories are known even where the package's metadata is not (a job
+    # whose code came as a --py-files zip has no entry points); the entry points name
+    # the same classes.
+    from .meta_factories import JdbcLineageMetaFactory, MemoryLineageMetaFactory
+
+    for builtin in (JdbcLineageMetaFactory, MemoryLineageMetaFactory):
+        factory = builtin()
+        found[factory.identifier()] = factory
+        origin[factory.identifier()] = f"{builtin.__module__}:{builtin.__qualname__}"
     for ep in _entry_points():
         source = f"entry point {ep.name} = {ep.value}"
         try:

@@ -213,3 +213,12 @@ def test_a_broken_entry_point_is_skipped_and_logged(monkeypatch, caplog):
     caplog.set_level(logging.WARNING)
     assert "broken" not in factories() and "jdbc" in factories()
     assert "no_such_module" in caplog.text
+
+
+def test_shipped_factories_are_known_without_package_metadata(monkeypatch):
+    """A job whose code came as a --py-files zip has no entry points: jdbc still works."""
+    from airflow_provider_paimon.lineage import meta
+
+    monkeypatch.setattr(meta, "_entry_points", lambda: [])
+    assert installed_identifiers() == ["jdbc", "memory"]
+    assert lineage_meta_options({"table-lineage": "true", "lineage-meta": "jdbc"}).meta == "jdbc"
