@@ -12,7 +12,9 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from airflow_provider_paimon.lineage.meta_options import LINEAGE_ONLY_KEYS, lineage_meta_options
 from airflow_provider_paimon.paimon.catalog import CATALOG_OPTION_PREFIXES
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
@@ -147,7 +149,7 @@ class PaimonOptions:
     branch: str | None = None
     snapshot_id: int | None = None
     tag: str | None = None
-    catalog_options: dict[str, str] = field(default_factory=dict)
+    catalog_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     table_options: dict[str, str] = field(default_factory=dict)
     # write side
     create_table: bool = False
@@ -165,7 +167,11 @@ class PaimonOptions:
     # events
     event_listeners: list[str] = field(default_factory=list)
     event_log: str | None = None
-    raw: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
+    # the lineage proposal's options (lineage/meta_options.py; None: not asked for) and
+    # the registering session's job name and spool folder (lineage_direct.session_info)
+    lineage: Any = field(default=None, repr=False, compare=False)
+    lineage_session: dict[str, str] = field(default_factory=dict, compare=False)
     # branch redirect (branch_redirect.py): the conf key that chose ``branch``, and
     # whether the redirects were resolved at all (tasks then re-check them)
     redirect_key: str | None = None
@@ -255,15 +261,20 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         raise InvalidArgumentError(
             "options 'overwrite-partition' and 'overwrite-mode=dynamic' conflict; use one"
         )
+    lineage = lineage_meta_options(opts, where="option")
+    if lineage is not None:  # lineage keys go to the lineage store, never to pypaimon
+        opts_for_paimon = {k: v for k, v in opts.items() if k not in LINEAGE_ONLY_KEYS}
+    else:
+        opts_for_paimon = opts
     canonical = _canonical_keys()
     catalog_options = {
         canonical.get(k, k): v
-        for k, v in opts.items()
+        for k, v in opts_for_paimon.items()
         if k != "warehouse" and k not in OWN_OPTIONS and k.startswith(CATALOG_OPTION_PREFIXES)
     }
     table_options = {
         k: v
-        for k, v in opts.items()
+        for k, v in opts_for_paimon.items()
         if k not in OWN_OPTIONS and not k.startswith(CATALOG_OPTION_PREFIXES) and k != "warehouse"
     }
     branch = opts.get("branch", "").strip() or None
@@ -296,6 +307,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         event_listeners=_names(opts, "event-listeners"),
         event_log=opts.get("event-log", "").strip() or None,
         raw=opts,
+        lineage=lineage,
     )
 
 

@@ -105,7 +105,7 @@ def test_lineage_capture_page(spark, warehouse, tmp_path):
         (frame.write.format("paimon").option("warehouse", warehouse).option("table", table)
          .option("create-table", "true").mode("append").save())
     store_path = tmp_path / "lineage.db"
-    (block,) = _python_blocks("lineage_capture.md")
+    block, seed_block = _python_blocks("lineage_capture.md")
     code = block.replace("file:///data/warehouse", Path(warehouse).as_uri()).replace(
         "sqlite:////tmp/lineage.db", f"sqlite:///{store_path}"
     )
@@ -144,3 +144,32 @@ def test_schema_page_walkthrough(spark, warehouse):
     backup = ns["published"]["backup"]["name"]
     old = CatalogFactory.create({"warehouse": warehouse}).get_table(f"sales.orders$branch_{backup}")
     assert old.field_names == ["id", "day", "price"]
+
+
+def test_lineage_capture_page_seed_options(spark, warehouse, tmp_path):
+    """The proposal's options on the data source's reads and writes record lineage."""
+    from airflow_provider_paimon.lineage import LineageStore
+    from airflow_provider_paimon.spark import register
+
+    orders = spark.createDataFrame([(1, 9.5), (2, 3.0)], "id BIGINT, amount DOUBLE")
+    for table, frame in (("sales.orders", orders), ("sales.orders_copy", orders.limit(0))):
+        (frame.write.format("paimon").option("warehouse", warehouse).option("table", table)
+         .option("create-table", "true").mode("append").save())
+    store_path = tmp_path / "lineage.db"
+    _, block = _python_blocks("lineage_capture.md")
+    code = block.replace("file:///data/warehouse", Path(warehouse).as_uri()).replace(
+        "jdbc:sqlite:/tmp/lineage.db", f"jdbc:sqlite:{store_path}"
+    )
+    spark.conf.set("spark.paimon.lineage.spoolDir", str(tmp_path / "spool"))
+    try:
+        _run(code, "lineage_capture.md:2", {"spark": spark})
+    finally:  # the sample sets session conf; later tests must not inherit it
+        for key in ("spark.paimon.lineage.job", "spark.paimon.lineage.spoolDir"):
+            spark.conf.unset(key)
+        register(spark)
+    with LineageStore.from_url(f"sqlite:///{store_path}") as store:
+        assert [(t.job, t.table) for t in store.source_table_lineages()] == [("orders.copy_seed", "orders")]
+        assert [(t.job, t.table) for t in store.sink_table_lineages()] == [("orders.copy_seed", "orders_copy")]
+        assert [(d.barrier_id, d.snapshot_id) for d in store.source_data_lineages()] == [(1, 1)]
+        # the empty create-table write made no snapshot: the sample's write is the first
+        assert [(d.barrier_id, d.snapshot_id) for d in store.sink_data_lineages()] == [(1, 1)]
