@@ -17,19 +17,9 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import ConcurrentModificationError, PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name
-
-
-def _templated(value: Any) -> bool:
-    """True if ``value`` (or anything inside it) is still an Airflow template."""
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value
-    if isinstance(value, dict):
-        return any(_templated(k) or _templated(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_templated(v) for v in value)
-    return False
 
 
 def _rendered_changes(value: Any) -> Any:
@@ -85,9 +75,9 @@ class AlterTableOperator(MaskRenderedSecrets, BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not _templated(table):
+        if not is_templated(table):
             parse_table_name(table)
-        if not _templated(changes) and not isinstance(changes, str):
+        if not is_templated(changes) and not isinstance(changes, str):
             from airflow_provider_paimon.paimon.schema import parse_changes
 
             parse_changes(changes)  # raises ValueError naming the change and the fix
