@@ -36,7 +36,7 @@ Fault injection for the kill tests: ``PAIMON_STREAMING_FAULT=<point>:<batch id>`
 with point ``before-commit`` (files written and listed, not committed) or
 ``after-commit`` (snapshot committed, Spark's commit log not yet written), or
 ``compact-before-commit`` / ``compact-after-commit`` (the background compaction
-scheduled after that batch, around its COMPACT commit) kills the
+scheduled after that batch, around its COMPACT commit; ``*`` for any batch) kills the
 Spark process group named by ``PAIMON_STREAMING_FAULT_GROUP`` (the test's child
 process group: driver, JVM) and this worker's own group with SIGKILL at that point.
 """
@@ -445,7 +445,8 @@ def _delete_files(table: Any, commit_user: str, messages: list[Any]) -> None:
 
 def _fault(point: str, batch_id: int) -> None:
     """Test hook: SIGKILL the whole Spark process (JVM and Python) at ``point``."""
-    if os.environ.get(FAULT_ENV, "") != f"{point}:{batch_id}":
+    armed = os.environ.get(FAULT_ENV, "")
+    if armed not in (f"{point}:{batch_id}", f"{point}:*"):
         return
     log.warning("fault injection: killing the query at %s of batch %s", point, batch_id)
     groups = [os.getpgrp()]
