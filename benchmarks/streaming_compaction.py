@@ -13,7 +13,8 @@ Every ``--sample-s`` seconds the driver counts the live data files of each table
 (plain pypaimon, the latest snapshot). At the end it prints, side by side: the live
 file count over time, the number of COMPACT snapshots, micro-batch durations
 (Spark's ``triggerExecution``, which includes the sink's commit and the hook after it)
-p50 / p99 / max, and checks that each table holds exactly the rows Spark reports as
+p50 / p99 / max, leaving out the first ``--skip`` micro-batches of each run, after a
+``--warmup-s`` query that starts Spark's Python workers for both, and checks that each table holds exactly the rows Spark reports as
 written.
 
     python benchmarks/streaming_compaction.py                # 3 minutes each
@@ -73,7 +74,7 @@ def table_summary(warehouse: str, table: str) -> dict[str, Any]:
 
 
 def run(spark: Any, warehouse: str, table: str, minutes: float, rows: int, sample_s: float,
-        sink_options: dict[str, str], checkpoint: str) -> dict[str, Any]:
+        sink_options: dict[str, str], checkpoint: str, skip: int = 0) -> dict[str, Any]:
     df = (
         spark.readStream.format("rate").option("rowsPerSecond", rows).load()
         .selectExpr("value", "cast(timestamp as string) as ts")
@@ -103,8 +104,9 @@ def run(spark: Any, warehouse: str, table: str, minutes: float, rows: int, sampl
         query.stop()
     progress = list(query.recentProgress)
     batches = {p["batchId"]: p for p in progress if p.get("numInputRows", 0) > 0}
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in batches.values()]
     written = sum(p["numInputRows"] for p in batches.values())
+    ordered = [batches[b] for b in sorted(batches)]
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in ordered[skip:]]
     time.sleep(3)  # let a compaction that was running finish its commit
     summary = table_summary(warehouse, table)
     return {
@@ -115,6 +117,7 @@ def run(spark: Any, warehouse: str, table: str, minutes: float, rows: int, sampl
         "max_s": max(durations) if durations else float("nan"),
         "mean_s": statistics.fmean(durations) if durations else float("nan"),
         "samples": samples,
+        "durations_s": durations,
         **summary,
     }
 
@@ -125,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=20, help="rows per micro-batch (per second)")
     parser.add_argument("--sample-s", type=float, default=15.0)
     parser.add_argument("--target-file-size", default="256 mb")
+    parser.add_argument("--warmup-s", type=float, default=30.0)
+    parser.add_argument("--skip", type=int, default=5, help="first micro-batches left out of the durations")
     parser.add_argument("--json", action="store_true", help="print the raw result as JSON too")
     args = parser.parse_args(argv)
 
@@ -139,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(warehouse)
     common = {"target-file-size": args.target_file_size}
     try:
+        # Python workers and the sink's code warm up first, so neither run pays for them
+        print(f"warming up for {args.warmup_s:.0f} s ...", flush=True)
+        run(spark, warehouse, "db.warmup", args.warmup_s / 60, args.rows, args.warmup_s,
+            {**common, "write-only": "true"}, os.path.join(root, "ck-warmup"))
         results = {}
         for label, table, extra in (
             ("coordinator", "db.with_coordinator", {}),
@@ -146,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         ):
             print(f"running {label} for {args.minutes} min ...", flush=True)
             results[label] = run(spark, warehouse, table, args.minutes, args.rows, args.sample_s,
-                                 {**common, **extra}, os.path.join(root, f"ck-{label}"))
+                                 {**common, **extra}, os.path.join(root, f"ck-{label}"), args.skip)
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)

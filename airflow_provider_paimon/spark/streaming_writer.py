@@ -24,7 +24,7 @@ Then the stream compacts its own table, as Paimon's sinks for append tables with
 buckets do (``paimon.compaction.after_commit``: a compact coordinator fed each
 commit's delta, one background worker thread that commits COMPACT snapshots under the
 commit user ``<commitUser>-compact``, never blocking or failing the stream; off with
-``write-only=true``). The worker records each job in ``paimon-sink/compact-pending.json``
+``write-only=true``). The worker records each job in ``paimon-sink/compact-pending-*.json``
 so files of a job killed mid-way are cleaned up when the query restarts.
 
 Executors write files with the batch writer's task code (``writer.PaimonWriter``),
@@ -71,7 +71,7 @@ FAULT_ENV = "PAIMON_STREAMING_FAULT"
 FAULT_GROUP_ENV = "PAIMON_STREAMING_FAULT_GROUP"
 FAULT_POINTS = ("before-commit", "after-commit", "compact-before-commit", "compact-after-commit")
 STATE_DIR = "paimon-sink"
-COMPACT_PENDING = "compact-pending.json"
+COMPACT_PENDING = "compact-pending-"  # + job prefix + .json
 # Options Spark or this module reads; never passed to pypaimon as table options.
 STREAM_WRITE_OPTIONS = frozenset({"checkpointlocation", "commit-user", "queryname", "path"})
 
@@ -173,21 +173,34 @@ class CheckpointState:
 
 
 class CompactPending:
-    """The background compaction's job record (``worker.PendingStore``) in the checkpoint."""
+    """The background compaction's job records (``worker.PendingStore``) in the checkpoint."""
 
     def __init__(self, state: CheckpointState) -> None:
         self.state = state
-        self.path = f"{state.root}/{COMPACT_PENDING}"
 
-    def read(self) -> dict[str, Any] | None:
-        raw = self.state._read(self.path)
-        return None if raw is None else json.loads(raw.decode("utf-8"))
+    def _path(self, record: dict[str, Any]) -> str:
+        return f"{self.state.root}/{COMPACT_PENDING}{record['prefix'].strip('-')}.json"
+
+    def records(self) -> list[dict[str, Any]]:
+        from pyarrow import fs
+
+        try:
+            infos = self.state._fs.get_file_info(fs.FileSelector(self.state.root, allow_not_found=True))
+        except OSError:
+            return []
+        out = []
+        for info in infos:
+            if info.base_name.startswith(COMPACT_PENDING) and info.base_name.endswith(".json"):
+                raw = self.state._read(info.path)
+                if raw:
+                    out.append(json.loads(raw.decode("utf-8")))
+        return out
 
     def write(self, record: dict[str, Any]) -> None:
-        self.state._write(self.path, json.dumps(record, sort_keys=True).encode())
+        self.state._write(self._path(record), json.dumps(record, sort_keys=True).encode())
 
-    def clear(self) -> None:
-        self.state._delete(self.path)
+    def clear(self, record: dict[str, Any]) -> None:
+        self.state._delete(self._path(record))
 
 
 def _describe(identity: dict[str, str]) -> str:

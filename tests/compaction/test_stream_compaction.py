@@ -8,6 +8,7 @@ tests/streaming/test_streaming_compaction.py.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 
@@ -35,16 +36,20 @@ from .helpers import (
 
 class MemoryPending:
     def __init__(self) -> None:
-        self.record = None
+        self.by_prefix = {}
 
-    def read(self):
-        return self.record
+    @property
+    def record(self):
+        return next(iter(self.by_prefix.values()), None)
+
+    def records(self):
+        return list(self.by_prefix.values())
 
     def write(self, record) -> None:
-        self.record = dict(record)
+        self.by_prefix[record["prefix"]] = dict(record)
 
-    def clear(self) -> None:
-        self.record = None
+    def clear(self, record) -> None:
+        self.by_prefix.pop(record["prefix"], None)
 
 
 def _stream(table, key, commits: int, start: int = 0, options=None, pending=None):
@@ -238,14 +243,19 @@ def test_recover_deletes_a_killed_jobs_files_and_keeps_a_committed_ones(warehous
     def on_disk(prefix):
         return {f for _, _, fs in os.walk(table.table_path) for f in fs if f.startswith(prefix)}
 
+    attempt("data-compact-running1-")  # a job whose process is alive: never touched
+    pending.by_prefix["data-compact-running1-"].update(host=socket.gethostname(), pid=os.getpid())
+    assert recover(table, pending) == ["running"] and on_disk("data-compact-running1-")
+    pending.by_prefix.clear()
+
     attempt("data-compact-killed01-")  # killed before its commit
     assert on_disk("data-compact-killed01-")
-    assert recover(table, pending) == "deleted 1"
+    assert recover(table, pending) == ["deleted 1"]
     assert not on_disk("data-compact-killed01-") and pending.record is None
 
     new = attempt("data-compact-landed01-")  # killed after its commit
     commit_compaction(table, [CompactChange(part, bucket, entries[0].total_buckets, files, new)],
                       properties={ATTEMPT_PROPERTY: "data-compact-landed01-"})
-    assert recover(table, pending) == "committed"
+    assert recover(table, pending) == ["committed"]
     assert on_disk("data-compact-landed01-") == {f.file_name for f in new}
     assert len(_live(reload(warehouse))) == 4  # b's 3 files + the compacted one

@@ -42,9 +42,14 @@ def _source(warehouse: str, batches: int = BATCHES) -> list[int]:
     return ids
 
 
+def _pending(checkpoint: str) -> list[str]:
+    """The checkpoint's records of compaction jobs not finished (one file per job)."""
+    folder = os.path.join(checkpoint, STATE_DIR)
+    return [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith(COMPACT_PENDING)]
+
+
 def _wait_quiet(warehouse: str, name: str, checkpoint: str, quiet_s: float = 2.5, timeout: float = 60) -> None:
     """Until the table's latest snapshot stays the same for ``quiet_s`` and no job is pending."""
-    pending = os.path.join(checkpoint, STATE_DIR, COMPACT_PENDING)
     deadline = time.monotonic() + timeout
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
@@ -52,7 +57,7 @@ def _wait_quiet(warehouse: str, name: str, checkpoint: str, quiet_s: float = 2.5
         now = snap.id if snap else None
         if now != last:
             last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_s and not os.path.exists(pending):
+        elif time.monotonic() - since >= quiet_s and not _pending(checkpoint):
             return
         time.sleep(0.25)
     raise AssertionError(f"{name} kept changing for {timeout} s")
@@ -103,13 +108,12 @@ def test_sigkill_in_background_compaction_then_restart_is_exactly_once(spark, wa
     ids = _source(warehouse, 5)
     make_table(warehouse, "db.dst")
     checkpoint = str(tmp_path / "ck")
-    pending = os.path.join(checkpoint, STATE_DIR, COMPACT_PENDING)
 
     # 1. killed while the compaction scheduled after batch 2 (3 small files) has
     #    rewritten its bin but not committed it
     assert _run(warehouse, checkpoint, "compact-before-commit:2") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
-    killed = _pending_files(dst, pending)
+    killed = _pending_files(dst, checkpoint)
     assert killed and not killed & _referenced(dst)  # the killed job's files, named by no snapshot
     assert "COMPACT" not in {s.commit_kind for s in dst.snapshot_manager().list_snapshots()}
 
@@ -119,7 +123,7 @@ def test_sigkill_in_background_compaction_then_restart_is_exactly_once(spark, wa
     dst = reload(warehouse, "db.dst")
     assert not killed & data_files_on_disk(dst.table_path)
     assert "COMPACT" in {s.commit_kind for s in dst.snapshot_manager().list_snapshots()}
-    assert _pending_files(dst, pending) <= _referenced(dst)  # committed: its files are live
+    assert _pending_files(dst, checkpoint) <= _referenced(dst)  # committed: its files are live
 
     # 3. a clean restart in this session, with more source rows
     src = reload(warehouse, "db.src")
@@ -132,15 +136,15 @@ def test_sigkill_in_background_compaction_then_restart_is_exactly_once(spark, wa
     batches = _stream_batches(dst)
     assert batches == sorted(set(batches)) == list(range(len(batches)))  # one commit per batch id
     assert data_files_on_disk(dst.table_path) <= _referenced(dst)  # nothing left behind
-    assert not os.path.exists(pending)
+    assert not _pending(checkpoint)
 
 
-def _pending_files(table, pending: str) -> set[str]:
-    """Files of a job still recorded as pending (its run was killed; the next run decides)."""
+def _pending_files(table, checkpoint: str) -> set[str]:
+    """Files of jobs still recorded as pending (their run was killed; the next run decides)."""
     import json
 
-    if not os.path.exists(pending):
-        return set()
-    with open(pending) as fh:
-        prefix = json.load(fh)["prefix"]
-    return {f for f in data_files_on_disk(table.table_path) if f.startswith(prefix)}
+    prefixes = []
+    for path in _pending(checkpoint):
+        with open(path) as fh:
+            prefixes.append(json.load(fh)["prefix"])
+    return {f for f in data_files_on_disk(table.table_path) if f.startswith(tuple(prefixes))} if prefixes else set()

@@ -20,11 +20,12 @@ worker for the ``paimon`` sink, the driver for ``foreachBatch``):
   leaves no thread behind; the next ``submit`` starts a new one.
 
 Crash safety: before rewriting, the job's file prefix is recorded in a
-``PendingStore`` (the sink keeps it in its checkpoint) with the snapshot it started
-from; the COMPACT snapshot carries the prefix in its properties. A process killed
-mid-job leaves files no snapshot names; :func:`recover` (called when a stream's
-coordinator starts) deletes them when it can prove the commit never happened, and
-keeps them when the commit landed. Rows are never lost or doubled either way: the
+``PendingStore`` (the sink keeps one file per job in its checkpoint) with the snapshot
+it started from and its process; the COMPACT snapshot carries the prefix in its
+properties. A process killed mid-job leaves files no snapshot names; :func:`recover`
+(called when a stream's coordinator starts in a process) deletes them when it can
+prove the commit never happened, keeps them when the commit landed, and leaves the
+records of jobs whose process is still alive alone. Rows are never lost or doubled either way: the
 commit is one atomic snapshot.
 """
 
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -64,13 +67,13 @@ Fault = Callable[[str, int], None]
 
 
 class PendingStore(Protocol):
-    """Where a job records its prefix before writing (the stream's checkpoint)."""
+    """Where jobs record their prefix before writing (the stream's checkpoint), one record each."""
 
-    def read(self) -> dict[str, Any] | None: ...
+    def records(self) -> list[dict[str, Any]]: ...
 
     def write(self, record: dict[str, Any]) -> None: ...
 
-    def clear(self) -> None: ...
+    def clear(self, record: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -193,9 +196,10 @@ class CompactWorker:
         result = JobResult(job, files_before=sum(b.file_count for b in job.bins))
         prefix = f"data-compact-{uuid.uuid4().hex[:12]}-"
         base = latest_snapshot(table)
+        record = {"prefix": prefix, "base_snapshot": base.id if base else 0,
+                  "folders": _folders(table, job.bins), "host": socket.gethostname(), "pid": os.getpid()}
         if self.pending is not None:
-            self.pending.write({"prefix": prefix, "base_snapshot": base.id if base else 0,
-                                "folders": _folders(table, job.bins)})
+            self.pending.write(record)
         bins = list(job.bins)
         try:
             new_files = self.rewriter(table)(bins, self.options.target_file_size, prefix)
@@ -227,7 +231,7 @@ class CompactWorker:
             if snapshot is None:
                 _delete_attempt_files(table, bins, prefix, keep=set())
                 if self.pending is not None:
-                    self.pending.clear()
+                    self.pending.clear(record)
                 result.error = None if not changes else "conflicts on every attempt"
                 return _done(result, started)
             if self.fault is not None:
@@ -241,14 +245,14 @@ class CompactWorker:
             else:
                 _delete_attempt_files(table, bins, prefix, keep=set())
                 if self.pending is not None:
-                    self.pending.clear()
+                    self.pending.clear(record)
                 log.info("paimon stream compaction of %s gave up: %s", table_name(table), err)
             result.error = str(err)
             return _done(result, started)
         except BaseException as err:
             _delete_attempt_files(table, bins, prefix, keep=set())
             if self.pending is not None:
-                self.pending.clear()
+                self.pending.clear(record)
             log.warning(
                 "paimon stream compaction of %s failed (%s: %s); the stream goes on and offers "
                 "these files again after a later commit (set write-only=true to leave compaction "
@@ -259,7 +263,7 @@ class CompactWorker:
         committed = {f.file_name for c in changes for f in c.after}
         _delete_attempt_files(table, bins, prefix, keep=committed)
         if self.pending is not None:
-            self.pending.clear()
+            self.pending.clear(record)
         result.committed = True
         result.snapshot_id = snapshot.id
         result.files_before = sum(len(c.before) for c in changes)
@@ -302,16 +306,38 @@ def _folders(table: Any, bins: list[CompactionBin]) -> list[str]:
     return sorted(out)
 
 
-def recover(table: Any, pending: PendingStore) -> str | None:
-    """Clean up after a job killed mid-way (its record is still in ``pending``).
+def recover(table: Any, pending: PendingStore) -> list[str]:
+    """Clean up after jobs killed mid-way (their records are still in ``pending``).
 
-    Deletes the job's rewritten files unless its COMPACT snapshot exists; when the
-    snapshots it would have to look at are expired it cannot tell, and keeps them
-    (orphan-file removal finds them later). Returns what it did, for logs and tests.
+    A record whose process is still alive (a job running in another commit process
+    of the same query) is left alone. For the others: the job's rewritten files are
+    deleted unless its COMPACT snapshot exists; when the snapshots it would have to
+    look at are expired it cannot tell, and keeps them (orphan-file removal finds them
+    later). Returns what it did per record, for logs and tests.
     """
-    record = pending.read()
-    if not record:
-        return None
+    done = []
+    for record in pending.records():
+        if _owner_alive(record):
+            done.append("running")
+            continue
+        done.append(_recover_one(table, pending, record))
+    return done
+
+
+def _owner_alive(record: dict[str, Any]) -> bool:
+    pid = record.get("pid")
+    if not isinstance(pid, int) or record.get("host") != socket.gethostname():
+        return False  # another host: that driver is gone when its query restarted here
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> str:
     prefix = str(record["prefix"])
     snapshot = find_job_snapshot(table, int(record.get("base_snapshot") or 0), prefix)
     keep: set[str] | None
@@ -324,7 +350,7 @@ def recover(table: Any, pending: PendingStore) -> str | None:
     if keep is None:
         log.info("paimon stream compaction: cannot tell whether job %s of %s committed (its "
                  "snapshots expired); its files are left to remove_orphan_files", prefix, table_name(table))
-        pending.clear()
+        pending.clear(record)
         return "unknown"
     deleted = 0
     file_io = table.file_io
@@ -338,7 +364,7 @@ def recover(table: Any, pending: PendingStore) -> str | None:
             if name.startswith(prefix) and name not in keep:
                 file_io.delete_quietly(f"{folder}/{name}")
                 deleted += 1
-    pending.clear()
+    pending.clear(record)
     log.info("paimon stream compaction: job %s of %s was %s; deleted %d leftover file(s)",
              prefix, table_name(table), "committed" if keep else "never committed", deleted)
     return "committed" if keep else f"deleted {deleted}"
