@@ -55,7 +55,7 @@ PAIMON_CONN_FIELDS: dict[str, Any] = {
 _HOOKS = ["paimon", "spark_job", "lineage", "catchup"]
 _OPERATORS = [
     "branch", "tag", "compaction", "maintenance", "lineage", "spark_submit", "preflight", "partition", "audit",
-    "publish",
+    "publish", "schema", "cascade",
 ]
 _SENSORS = ["catchup", "partition"]
 _TRIGGERS = ["catchup", "snapshot", "partition"]

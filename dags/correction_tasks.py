@@ -11,8 +11,9 @@ copy the folder as it is. What is here:
   macro (``{{ paimon_warehouse(params.warehouse) }}``).
 * ``read_rows``: a table's rows with plain pypaimon (the check task).
 
-A job in ``dags/jobs/`` follows one contract: ``--warehouse W --source DB.T --sink DB.T
-[--branch B] --version buggy|fixed [--mode batch|stream --checkpoint DIR]
+A job the correction DAG runs (``dags/jobs/``; ``cascade_chain.py`` belongs to the
+cascade example and has its own arguments) follows one contract: ``--warehouse W
+--source DB.T --sink DB.T [--branch B] --version buggy|fixed [--mode batch|stream --checkpoint DIR]
 [--job-name NAME]``, prints ``PAIMON_RESULT {json}`` and may define
 ``verify(source_rows, sink_rows) -> [problems]``.
 """

@@ -21,4 +21,6 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/
 # Two workers taking whole files (module fixtures stay per file): about half the suite
 # waits on other processes (spark-submit, Airflow components, SIGKILL-and-restart
 # streams), so the two cores overlap it. PAIMON_TEST_WORKERS=0 runs in one process.
-exec .venv/bin/python -m pytest -n "${PAIMON_TEST_WORKERS:-2}" --dist loadfile "$@"
+# --no-loadscope-reorder keeps tests/conftest.py's order (the slowest files first, so
+# the run does not end on one long file); xdist would otherwise sort files by test count.
+exec .venv/bin/python -m pytest -n "${PAIMON_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

@@ -163,6 +163,7 @@ def _package_loggers_enabled():
 # idle for minutes. Order inside a file is unchanged.
 HEAVY_FILES_FIRST = (
     "tests/e2e/test_correction_real_airflow.py",
+    "tests/e2e/test_cascade_dag.py",
     "tests/spark/test_native_write_safety.py",
     "tests/e2e/test_correction_dag.py",
     "tests/streaming/test_streaming_expire.py",
@@ -177,6 +178,10 @@ HEAVY_FILES_FIRST = (
     "tests/spark/test_spark_differential.py",
     "tests/spark/test_branch_redirect.py",
     "tests/airflow/test_airflow_audit_operator.py",
+    "tests/spark/test_spark_datasource_partitions.py",
+    "tests/spark/test_schema_evolution_spark.py",
+    "tests/capture/test_seed_options_spark.py",
+    "tests/streaming/test_streaming_compaction.py",
 )
 
 

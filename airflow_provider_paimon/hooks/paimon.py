@@ -9,6 +9,10 @@ Connection layout:
 * **Host** (or extra ``warehouse``): the warehouse path or URI.
 * **Extra** (JSON): catalog options passed to pypaimon as they are: ``metastore``
   (``filesystem`` by default, ``jdbc``, ``rest``), ``uri``, ``jdbc.*``, ``fs.*``/``s3.*``...
+* **Lineage** (the lineage proposal's catalog options, ``lineage/meta_options.py``):
+  ``table-lineage``, ``data-lineage``, ``lineage-meta``, ``jdbc.url``, ``jdbc.username``,
+  ``jdbc.password``, ``jdbc.database`` in the extra turn on lineage capture for the
+  Spark jobs given this connection (docs/lineage_capture.md); pypaimon never sees them.
 * **Login / Password**: shortcuts for ``jdbc.user`` / ``jdbc.password`` (metastore
   ``jdbc``) or the ``token`` (metastore ``rest``); for a file-system catalog whose
   warehouse is on S3 (``s3://``, ``s3a://``), the access key id and secret key

@@ -90,10 +90,17 @@ def backend_of(url: URL) -> str:
 def parse_url(url: str | URL | None) -> URL:
     """Parse and check a store URL; fill in the default driver (pymysql, psycopg2).
 
+    A JDBC URL (``jdbc:mysql://host:3306/db``, as the lineage proposal writes
+    ``jdbc.url``) is accepted too and mapped to the installed Python driver.
+
     Raises ``UnsupportedBackendError`` for another database and
     ``InvalidLineageArgumentError`` for text that is not a URL. Touches nothing.
     """
     raw = default_url() if url is None or url == "" else url
+    if isinstance(raw, str) and raw.strip().lower().startswith("jdbc:"):
+        from .meta_options import sqlalchemy_url  # the lineage proposal's JDBC form
+
+        return sqlalchemy_url(raw, where="lineage store URL")
     if isinstance(raw, str) and raw.startswith("postgres://"):
         raw = "postgresql://" + raw[len("postgres://"):]
     try:

@@ -9,9 +9,9 @@ An operator here does three things and nothing else:
 3. **return** the job's ``PAIMON_RESULT`` as the task's XCom return value.
 
 Subclasses set ``job_family`` (and ``action`` for families with sub-commands) and implement ``job_args()`` and ``check_before_submit()``.
-Hooks for later work: ``input_tables()`` / ``output_tables()`` name what the task reads
-and writes (for OpenLineage facets and Paimon assets), ``spark_conf()`` is where
-OpenLineage parent-job conf will be injected, and ``last_result`` keeps the result for
+``input_tables()`` / ``output_tables()`` name what the task reads and writes (the
+OpenLineage facets and Paimon assets use them), ``spark_conf()`` injects the
+OpenLineage parent-job conf, and ``last_result`` keeps the result for
 ``get_openlineage_facets_on_complete``.
 """
 

@@ -111,9 +111,11 @@ def summarize(table: str, branch: str | None, result: Mapping[str, Any]) -> str:
     if not result.get("committed"):
         message = result.get("message") or "nothing to compact"
         return f"Compaction of {where}: nothing committed ({message}); {before}; took {took}"
+    expired = (result.get("expired") or {}).get("expired_snapshot_ids") or []
+    then = f", then expired snapshots {expired[0]}-{expired[-1]}" if expired else ""
     return (
         f"Compaction of {where}: {before} -> {after}, snapshot {result.get('snapshot_id')}, "
-        f"{result.get('bins', '?')} bins, took {took}"
+        f"{result.get('bins', '?')} bins{then}, took {took}"
     )
 
 
@@ -134,7 +136,9 @@ class CompactionOperator(PaimonSparkJobOperator):
     :param max_retries: re-plan and retry this many times after a conflicting commit.
 
     XCom: files_before, bytes_before, files_after, bytes_after, snapshot_id, committed,
-    duration_s, bins, message.
+    duration_s, bins, message, and ``expired``: what the snapshot expiry after the COMPACT
+    commit removed (``expired_snapshot_ids``, counts; ``None`` when nothing expired), as
+    Paimon Java's compaction jobs expire after committing (docs/compaction.md).
     """
 
     job_family = "compact"

@@ -25,21 +25,11 @@ from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.base import PaimonSparkJobOperator, optional_str
 from airflow_provider_paimon.operators.branch import LINEAGE_URL_ENV, _LinksLineage
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name, validate_branch_name
 
 TABLES_EXAMPLE = '[("ods.orders", "fix"), ("dws.sales", "fix")] or {"ods.orders": "fix", "dws.sales": "fix"}'
-
-
-def is_templated(value: Any) -> bool:
-    """True when a Jinja template hides anywhere in ``value`` (checked again once rendered)."""
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value
-    if isinstance(value, Mapping):
-        return any(is_templated(k) or is_templated(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(is_templated(v) for v in value)
-    return False
 
 
 def _decoded(value: Any) -> Any:

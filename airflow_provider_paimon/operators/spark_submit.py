@@ -38,6 +38,7 @@ from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_
 from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
+from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.branch_redirect import merge_redirects, redirect_conf
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
@@ -127,7 +128,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         self.conf = dict(conf or {})
         # a string is a template rendering to the dict (render_template_as_native_obj)
         self.branch_redirects = branch_redirects if isinstance(branch_redirects, str) else dict(branch_redirects or {})
-        if not _templated(self.branch_redirects):
+        if not is_templated(self.branch_redirects):
             try:
                 redirect_conf(self.branch_redirects)
             except InvalidArgumentError as err:
@@ -222,9 +223,3 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         if self._hook is not None:
             self._hook.on_kill()
 
-
-def _templated(value: Any) -> bool:
-    """Whether ``value`` (a dict of strings) still holds Jinja to render at execute."""
-    if isinstance(value, dict):
-        return any(_templated(k) or _templated(v) for k, v in value.items())
-    return isinstance(value, str) and ("{{" in value or "{%" in value)

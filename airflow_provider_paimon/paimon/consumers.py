@@ -46,11 +46,6 @@ def consumer_manager(table: Any) -> Any:
     return ConsumerManager(table.file_io, table.table_path, MAIN_BRANCH if is_main(branch) else branch)
 
 
-def consumer_dir(table: Any) -> str:
-    """The ``consumer/`` folder of ``table``'s branch (for messages and tests)."""
-    return consumer_manager(table)._consumer_directory()
-
-
 def read_next_snapshot(table: Any, consumer_id: str) -> int | None:
     """The saved ``nextSnapshot`` of ``consumer_id`` on this branch, or ``None``."""
     consumer = consumer_manager(table).consumer(validate_consumer_id(consumer_id))

@@ -221,7 +221,21 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
     session = spark if spark is not None else active_session()
     if session is None:
         return opts
-    return apply(opts, session_entries(session), what=what)
+    import dataclasses
+
+    from .lineage_direct import check_session, session_info
+
+    resolved = apply(opts, session_entries(session), what=what)
+    check_session(resolved, worker_environment(session))  # options and the capture must agree
+    return dataclasses.replace(resolved, lineage_session=session_info(session))
+
+
+def worker_environment(spark: Any) -> dict[str, str]:
+    """The environment the session gives its Python workers (``sc.environment``)."""
+    try:
+        return {str(k): str(v) for k, v in dict(spark.sparkContext.environment).items()}
+    except Exception:  # noqa: BLE001 - a stopped session
+        return {}
 
 
 def active_session() -> Any:
@@ -252,18 +266,21 @@ def register_data_source(spark: Any) -> None:
     from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
 
     from .datasource import PaimonDataSource
+    from .lineage_direct import session_info
 
     raw = session_entries(spark)
+    lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
     # the Airflow run (this driver's AIRFLOW_CTX_* environment) and the Spark app id,
     # for every snapshot the source commits: its commit runs in a worker that has neither
     properties = commit_properties(spark_app_id=spark_app_id(spark))
     cls = PaimonDataSource
-    if raw or properties:
+    if raw or lineage or properties:
         cls = type(
             "PaimonDataSource",
             (PaimonDataSource,),
             {
                 "branch_redirects": dict(raw),
+                "lineage_session": lineage,
                 "commit_properties": properties,
                 "__module__": PaimonDataSource.__module__,
             },

@@ -27,6 +27,8 @@ class PaimonDataSource(DataSource):
     #: the session's ``spark.paimon.branch.*`` entries when it was registered; set on
     #: the subclass ``branch_redirect.register_data_source`` registers
     branch_redirects: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: the session's lineage job name and spool folder (``lineage_direct.session_info``)
+    lineage_session: dict[str, str] = {}  # noqa: RUF012 - read only
     #: snapshot properties of every commit (the Airflow run and Spark app id, see
     #: ``paimon.commit_properties``), taken on the driver when it was registered
     commit_properties: dict[str, str] = {}  # noqa: RUF012 - read only
@@ -41,9 +43,14 @@ class PaimonDataSource(DataSource):
 
     def _options(self, what: str) -> PaimonOptions:
         """The options, with the session's branch redirect resolved (``branch_redirect``)."""
-        from .branch_redirect import apply
+        import dataclasses
 
-        return apply(parse_options(self.options), self.branch_redirects, what=what)
+        from .branch_redirect import apply
+        from .lineage_direct import check_session
+
+        opts = apply(parse_options(self.options), self.branch_redirects, what=what)
+        check_session(opts)  # options and the session's capture must agree
+        return dataclasses.replace(opts, lineage_session=dict(self.lineage_session))
 
     def schema(self) -> StructType:
         """The table's schema (at the time-travel snapshot), or the ``columns`` subset."""

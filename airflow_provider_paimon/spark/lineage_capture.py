@@ -236,7 +236,10 @@ class LineageCapture:
 
     def _worker_env(self) -> dict[str, str]:
         """What the data source's Python workers get: the event log, the store check."""
-        env = {commit_events.EVENT_LOG_ENV: self.event_log}
+        from .lineage_direct import SESSION_ENV, session_descriptor
+
+        # what this capture records, so a read/write whose options say otherwise fails
+        env = {commit_events.EVENT_LOG_ENV: self.event_log, SESSION_ENV: session_descriptor(self.config)}
         if self.check_file is not None:
             env[PRECOMMIT_ENV] = self.check_file
         return env

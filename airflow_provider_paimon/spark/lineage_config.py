@@ -16,6 +16,16 @@ and the environment, so it is testable without Spark and the rules live in one p
 Secrets never need to be on a command line: ``PAIMON_LINEAGE_URL`` (the whole URL)
 is used when ``url`` is not set, and ``PAIMON_LINEAGE_PASSWORD`` fills in the password
 of a URL that has none. ``repr`` and ``describe`` mask the password.
+
+The lineage proposal's catalog options work too (``lineage/meta_options.py``), as
+``spark.paimon.catalog.<key>`` conf entries (``spark.paimon.catalog.table-lineage``,
+``...data-lineage``, ``...lineage-meta``, ``...jdbc.url``, ``...jdbc.username``,
+``...jdbc.password``, ``...jdbc.database``) or in the ``paimon`` connection's extra
+(which reaches the driver in ``PAIMON_CATALOG_OPTIONS_JSON``, never on the command
+line); the conf entries win over the connection's. ``table-lineage`` alone records
+only which tables the job reads and writes, ``data-lineage`` alone only the snapshot
+links. Where they and our own keys both say something (on/off, the store, the
+database), they must agree: a contradiction is an error naming both keys.
 """
 
 from __future__ import annotations
@@ -43,6 +53,9 @@ KNOWN_KEYS = (
     KEY_POLL_INTERVAL_MS,
 )
 
+#: the proposal's catalog options in the Spark conf: ``spark.paimon.catalog.<key>``
+CATALOG_PREFIX = "spark.paimon.catalog."
+
 ENV_URL = "PAIMON_LINEAGE_URL"
 ENV_PASSWORD = "PAIMON_LINEAGE_PASSWORD"
 BUFFER, FAIL = "buffer", "fail"
@@ -62,6 +75,12 @@ class CaptureConfig:
     on_store_failure: str = BUFFER
     spool_dir: str = ""
     poll_interval: float = DEFAULT_POLL_INTERVAL_MS / 1000.0
+    #: the proposal's flags: record table lineage (job <-> table) / data lineage (snapshots)
+    table_lineage: bool = True
+    data_lineage: bool = True
+    #: the store's factory (``lineage-meta``) and the catalog options it is made from
+    meta: str = "jdbc"
+    meta_options: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def masked_url(self) -> str:
@@ -70,8 +89,10 @@ class CaptureConfig:
         return mask_url(self.url)
 
     def describe(self) -> str:
+        kinds = [k for k, on in (("table", self.table_lineage), ("data", self.data_lineage)) if on]
         return (
             f"lineage capture {'on' if self.enabled else 'off'}: job={self.job!r} "
+            f"lineage={'+'.join(kinds) or 'none'} lineage-meta={self.meta} "
             f"store={self.masked_url} database={self.database} "
             f"onStoreFailure={self.on_store_failure} spool={self.spool_dir}"
         )
@@ -113,15 +134,30 @@ def capture_config(
     """
     env = os.environ if environ is None else environ
     conf = {str(k): v for k, v in conf.items()}
+    seed = _seed_settings(conf, env)
     unknown = sorted(k for k in conf if k.startswith(PREFIX) and k not in KNOWN_KEYS)
     if unknown:
         raise InvalidArgumentError(
             f"unknown lineage setting {', '.join(unknown)}; known: {', '.join(KNOWN_KEYS)}"
         )
     url = str(conf.get(KEY_URL) or "").strip() or None
-    enabled = parse_bool(conf.get(KEY_ENABLED), KEY_ENABLED, default=url is not None) or force
+    own_enabled = parse_bool(conf.get(KEY_ENABLED), KEY_ENABLED, default=url is not None)
+    enabled = own_enabled or force
+    if seed is not None:
+        own_given = conf.get(KEY_ENABLED) not in (None, "") or url is not None
+        if own_given and own_enabled != seed.enabled:
+            raise InvalidArgumentError(
+                f"{KEY_ENABLED}={str(own_enabled).lower()} contradicts the catalog options "
+                f"table-lineage/data-lineage ({seed.describe()}); remove one of them"
+            )
+        enabled = enabled or seed.enabled
+        url = _merge_url(url, seed)
     if url is None:
         url = (env.get(ENV_URL) or "").strip() or None
+    if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
+        from airflow_provider_paimon.lineage.url import parse_url
+
+        url = parse_url(url).render_as_string(hide_password=False)
     if url is not None:
         try:
             url = with_password(url, env.get(ENV_PASSWORD))
@@ -143,12 +179,90 @@ def capture_config(
         parse_int(conf.get(KEY_POLL_INTERVAL_MS), KEY_POLL_INTERVAL_MS, 1) or DEFAULT_POLL_INTERVAL_MS
     )
     spool = str(conf.get(KEY_SPOOL_DIR) or "").strip() or default_spool_root()
+    database = str(conf.get(KEY_DATABASE) or "").strip()
+    if seed is not None and seed.database_given:
+        if database and database != seed.database:
+            raise InvalidArgumentError(
+                f"{KEY_DATABASE}={database!r} contradicts the catalog option "
+                f"jdbc.database={seed.database!r}; give the system database in one place"
+            )
+        database = seed.database
     return CaptureConfig(
         enabled=enabled,
         job=job,
         url=url,
-        database=str(conf.get(KEY_DATABASE) or DEFAULT_DATABASE).strip(),
+        database=database or DEFAULT_DATABASE,
         on_store_failure=policy,
         spool_dir=spool,
         poll_interval=interval_ms / 1000.0,
+        table_lineage=True if seed is None else seed.table_lineage,
+        data_lineage=True if seed is None else seed.data_lineage,
+        meta="jdbc" if seed is None else seed.meta,
+        meta_options={} if seed is None else dict(seed.options),
     )
+
+
+def _seed_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+    """The proposal's options: the ``paimon`` connection's, overridden by the conf's."""
+    from airflow_provider_paimon.lineage.meta_options import lineage_meta_options, seed_options
+
+    connection = _connection_options(env)
+    given = {k[len(CATALOG_PREFIX):]: str(v) for k, v in conf.items() if k.startswith(CATALOG_PREFIX)}
+    if not seed_options(given) and not seed_options(connection):
+        return None
+    options = {**connection, **given}
+    where = "spark.paimon.catalog." if seed_options(given) else "paimon connection extra"
+    try:
+        return lineage_meta_options(options, where=where.rstrip("."))
+    except InvalidArgumentError:
+        raise
+    except Exception as err:  # noqa: BLE001 - sqlalchemy's parse errors and friends
+        from airflow_provider_paimon.lineage.meta_options import JDBC_PASSWORD
+
+        text = str(err)
+        if options.get(JDBC_PASSWORD):
+            text = text.replace(options[JDBC_PASSWORD], "***")
+        raise InvalidArgumentError(f"lineage catalog options: {text}") from None
+
+
+def _connection_options(env: Mapping[str, str]) -> dict[str, str]:
+    """The catalog options the Airflow hook put in the driver's environment (JSON)."""
+    import json
+
+    from .jobs.common import CATALOG_OPTIONS_ENV
+
+    raw = env.get(CATALOG_OPTIONS_ENV)
+    if not raw:
+        return {}
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"${CATALOG_OPTIONS_ENV} is not valid JSON") from None
+    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+
+def _merge_url(own: str | None, seed: Any) -> str | None:
+    """Our ``url`` and the proposal's ``jdbc.url``: one store, or a clear error."""
+    if seed.url is None:
+        return own
+    seed_url = seed.url.render_as_string(hide_password=False)
+    if own is None:
+        return seed_url
+    from airflow_provider_paimon.lineage.meta_options import store_identity
+    from airflow_provider_paimon.lineage.url import parse_url
+
+    try:
+        mine = parse_url(own)
+    except Exception:  # noqa: BLE001 - reported with the key below
+        raise InvalidArgumentError(f"{KEY_URL} {mask_url(own)!r} is not a SQLAlchemy URL") from None
+    if store_identity(mine, "") != store_identity(seed.url, ""):
+        raise InvalidArgumentError(
+            f"{KEY_URL} {mask_url(own)!r} and the catalog option jdbc.url "
+            f"({seed.masked_url}) name different lineage stores; give the store in one place"
+        )
+    if mine.password is not None and seed.url.password is not None and mine.password != seed.url.password:
+        raise InvalidArgumentError(
+            f"{KEY_URL} and the catalog option jdbc.password give different passwords for "
+            "the lineage store; give the password in one place"
+        )
+    return own if mine.password is not None else seed_url

@@ -114,7 +114,11 @@ class LineageRecorder:
     """Writes ``BatchRecord``s to the lineage store; spools them while it is down.
 
     Thread-safe: the capture calls it from Spark's listener thread and its own.
-    ``store_opener(url, database)`` defaults to ``LineageStore.from_url``.
+    ``store_opener(url, database)`` defaults to the factory ``config.meta`` names
+    (``lineage-meta``; ``jdbc``: ``LineageStore.from_url``). ``config.table_lineage``
+    and ``config.data_lineage`` decide which rows are written: table lineage alone
+    takes no barrier id and writes no snapshot rows; data lineage alone writes no
+    job <-> table rows.
     """
 
     def __init__(
@@ -126,7 +130,7 @@ class LineageRecorder:
         on_failure: Callable[[LineageCaptureError], None] | None = None,
     ) -> None:
         self.config = config
-        self._open_store = store_opener or _default_opener
+        self._open_store = store_opener or _opener_for(config)
         self.retry_interval = retry_interval
         self.on_failure = on_failure
         self.spool_dir = spool_dir_for(config)
@@ -184,7 +188,7 @@ class LineageRecorder:
     def record(self, record: BatchRecord) -> bool:
         """Deliver ``record`` (after anything spooled); spool it on failure. True: delivered."""
         with self._lock:
-            if record.tables_only and self._known_tables(record):
+            if record.tables_only and (not self.config.table_lineage or self._known_tables(record)):
                 return True  # nothing new: no store round trip (a restarted query's sources)
             if self.failure is not None or not self._flush_locked():
                 self._spool_append(record)
@@ -257,8 +261,11 @@ class LineageRecorder:
         store = self._store
         if store is None:
             raise LineageCaptureError("lineage store is not connected")
-        if record.barrier_id is None and not record.tables_only:
-            record.barrier_id = store.next_barrier_id(record.job)
+        want_tables, want_data = self.config.table_lineage, self.config.data_lineage and not record.tables_only
+        if record.barrier_id is None and want_data:
+            from airflow_provider_paimon.lineage.meta import next_barrier_id
+
+            record.barrier_id = next_barrier_id(store, record.job)
             if spooled is not None:  # keep the id: a retry must not take another one
                 records, index = spooled
                 self._spool_write(records[index:])
@@ -267,18 +274,21 @@ class LineageRecorder:
         for kind, items in (("source", record.sources), ("sink", record.sinks)):
             for t in items:
                 key = (kind, t.database, t.table, t.branch)
-                if key not in self._tables_done:
+                if want_tables and key not in self._tables_done:
                     tables.append((kind, TableLineage(record.job, t.database, t.table, t.branch)))
                     new_keys.append(key)
         data = {
             kind: [
                 DataLineage(record.job, t.database, t.table, record.barrier_id, t.snapshot_id, t.branch)
                 for t in items
-                if t.snapshot_id is not None and not record.tables_only
+                if t.snapshot_id is not None and want_data
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }
-        store.store_lineage(
+        from airflow_provider_paimon.lineage.meta import store_rows
+
+        store_rows(
+            store,
             source_tables=[t for kind, t in tables if kind == "source"],
             sink_tables=[t for kind, t in tables if kind == "sink"],
             source_data=data["source"],
@@ -360,9 +370,28 @@ class LineageRecorder:
         os.replace(tmp, self.spool_path)
 
 
-def _default_opener(url: str | None, database: str) -> Any:
-    from airflow_provider_paimon.lineage.retry import RetryPolicy
-    from airflow_provider_paimon.lineage.store import LineageStore
+def _opener_for(config: CaptureConfig) -> Callable[[str | None, str], Any]:
+    """Open the store ``config.meta`` names, then keep the catalog options in it."""
 
-    # A short in-call retry: the spool is the long-term retry.
-    return LineageStore.from_url(url, database, retry=RetryPolicy(attempts=3, max_delay=0.2))
+    def open_store(url: str | None, database: str) -> Any:
+        from airflow_provider_paimon.lineage.meta import (
+            LineageMetaContext,
+            create_lineage_meta,
+            store_options,
+        )
+        from airflow_provider_paimon.lineage.retry import RetryPolicy
+
+        # A short in-call retry: the spool is the long-term retry.
+        context = LineageMetaContext(
+            config.meta_options, url, database, retry=RetryPolicy(attempts=3, max_delay=0.2)
+        )
+        store = create_lineage_meta(config.meta, context)
+        if config.meta_options:
+            try:  # the proposal's options table (secrets are never stored)
+                store_options(store, config.meta_options)
+            except Exception:
+                store.close()
+                raise
+        return store
+
+    return open_store

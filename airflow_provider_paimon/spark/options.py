@@ -12,7 +12,9 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from airflow_provider_paimon.lineage.meta_options import LINEAGE_ONLY_KEYS, lineage_meta_options
 from airflow_provider_paimon.paimon.catalog import CATALOG_OPTION_PREFIXES
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
@@ -34,6 +36,8 @@ OWN_OPTIONS = frozenset(
         "overwrite-mode",
         "overwrite-partition",
         "precommit-compact",
+        "write.merge-schema",
+        "write.merge-schema.explicit-cast",
         "event-listeners",
         "event-log",
         "columns",
@@ -145,7 +149,7 @@ class PaimonOptions:
     branch: str | None = None
     snapshot_id: int | None = None
     tag: str | None = None
-    catalog_options: dict[str, str] = field(default_factory=dict)
+    catalog_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     table_options: dict[str, str] = field(default_factory=dict)
     # write side
     create_table: bool = False
@@ -154,6 +158,7 @@ class PaimonOptions:
     overwrite_mode: str = "static"
     overwrite_partition: dict[str, str] | None = None
     precommit_compact: bool = False
+    merge_schema: bool = False
     # read side
     columns: list[str] = field(default_factory=list)
     min_partitions: int | None = None
@@ -162,7 +167,11 @@ class PaimonOptions:
     # events
     event_listeners: list[str] = field(default_factory=list)
     event_log: str | None = None
-    raw: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
+    # the lineage proposal's options (lineage/meta_options.py; None: not asked for) and
+    # the registering session's job name and spool folder (lineage_direct.session_info)
+    lineage: Any = field(default=None, repr=False, compare=False)
+    lineage_session: dict[str, str] = field(default_factory=dict, compare=False)
     # branch redirect (branch_redirect.py): the conf key that chose ``branch``, and
     # whether the redirects were resolved at all (tasks then re-check them)
     redirect_key: str | None = None
@@ -200,6 +209,23 @@ class PaimonOptions:
         return self.snapshot_id is not None or self.tag is not None
 
 
+def _merge_schema_option(opts: Mapping[str, str]) -> bool:
+    """``write.merge-schema``: a DataFrame column the table lacks is added before writing.
+
+    ``write.merge-schema.explicit-cast=true`` (Paimon's connector: cast DataFrame columns
+    to narrower table types) is refused: a lossy cast on write is what the schema rules
+    refuse everywhere else; cast in Spark first.
+    """
+    merge = bool_option(opts, "write.merge-schema", False)
+    if bool_option(opts, "write.merge-schema.explicit-cast", False):
+        raise InvalidArgumentError(
+            "option 'write.merge-schema.explicit-cast' is not supported: casting DataFrame "
+            "columns to the table's types may lose data; cast them in Spark first "
+            "(df.withColumn('x', col('x').cast('int')))"
+        )
+    return merge
+
+
 def parse_options(options: Mapping[str, str]) -> PaimonOptions:
     """Validate Spark's option map; raise ``InvalidArgumentError`` naming the fix."""
     opts = {str(k).lower(): str(v) for k, v in dict(options).items() if v is not None}
@@ -235,15 +261,20 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         raise InvalidArgumentError(
             "options 'overwrite-partition' and 'overwrite-mode=dynamic' conflict; use one"
         )
+    lineage = lineage_meta_options(opts, where="option")
+    if lineage is not None:  # lineage keys go to the lineage store, never to pypaimon
+        opts_for_paimon = {k: v for k, v in opts.items() if k not in LINEAGE_ONLY_KEYS}
+    else:
+        opts_for_paimon = opts
     canonical = _canonical_keys()
     catalog_options = {
         canonical.get(k, k): v
-        for k, v in opts.items()
+        for k, v in opts_for_paimon.items()
         if k != "warehouse" and k not in OWN_OPTIONS and k.startswith(CATALOG_OPTION_PREFIXES)
     }
     table_options = {
         k: v
-        for k, v in opts.items()
+        for k, v in opts_for_paimon.items()
         if k not in OWN_OPTIONS and not k.startswith(CATALOG_OPTION_PREFIXES) and k != "warehouse"
     }
     branch = opts.get("branch", "").strip() or None
@@ -268,6 +299,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         overwrite_mode=mode,
         overwrite_partition=overwrite_partition,
         precommit_compact=bool_option(opts, "precommit-compact", False),
+        merge_schema=_merge_schema_option(opts),
         columns=_names(opts, "columns"),
         min_partitions=int_option(opts, "read.min-partitions", minimum=1),
         partition_target_size=int_option(opts, "read.partition-target-size", minimum=1),
@@ -275,6 +307,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         event_listeners=_names(opts, "event-listeners"),
         event_log=opts.get("event-log", "").strip() or None,
         raw=opts,
+        lineage=lineage,
     )
 
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from . import branch_redirect, commit_events
+from . import branch_redirect, commit_events, lineage_direct
 from .options import PaimonOptions
 from .partition_pruning import select_partitions
 from .tables import open_table
@@ -122,6 +122,7 @@ class PaimonReader(DataSourceReader):
             self.opts.event_listeners,
             self.opts.event_log,
         )
+        lineage_direct.on_scan(self.opts, snapshot_id)  # option-driven lineage (no capture)
         if not splits:
             return [SplitGroup(0, [], snapshot_id)]
         total = sum(_split_size(s) for s in splits)

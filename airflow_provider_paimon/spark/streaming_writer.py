@@ -20,6 +20,13 @@ branch written (``paimon.maintenance.after_commit``, as Paimon's sinks do; off w
 ``write-only=true``). The sink's own newest snapshot is never expired
 (``snapshot.num-retained.min`` >= 1), which is what replay detection reads.
 
+Then the stream compacts its own table, as Paimon's sinks for append tables without
+buckets do (``paimon.compaction.after_commit``: a compact coordinator fed each
+commit's delta, one background worker thread that commits COMPACT snapshots under the
+commit user ``<commitUser>-compact``, never blocking or failing the stream; off with
+``write-only=true``). The worker records each job in ``paimon-sink/compact-pending-*.json``
+so files of a job killed mid-way are cleaned up when the query restarts.
+
 Executors write files with the batch writer's task code (``writer.PaimonWriter``),
 so type conversion and file layout are the same as for ``df.write``. With
 ``precommit-compact=true`` the batch's small files are merged on the driver before
@@ -27,7 +34,9 @@ the commit (Paimon's pre-commit merging for short micro-batches).
 
 Fault injection for the kill tests: ``PAIMON_STREAMING_FAULT=<point>:<batch id>``
 with point ``before-commit`` (files written and listed, not committed) or
-``after-commit`` (snapshot committed, Spark's commit log not yet written) kills the
+``after-commit`` (snapshot committed, Spark's commit log not yet written), or
+``compact-before-commit`` / ``compact-after-commit`` (the background compaction
+scheduled after that batch, around its COMPACT commit; ``*`` for any batch) kills the
 Spark process group named by ``PAIMON_STREAMING_FAULT_GROUP`` (the test's child
 process group: driver, JVM) and this worker's own group with SIGKILL at that point.
 """
@@ -47,6 +56,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from airflow_provider_paimon.paimon.compaction.after_commit import compact_after_commit
+from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 
@@ -58,8 +69,9 @@ log = logging.getLogger(__name__)
 
 FAULT_ENV = "PAIMON_STREAMING_FAULT"
 FAULT_GROUP_ENV = "PAIMON_STREAMING_FAULT_GROUP"
-FAULT_POINTS = ("before-commit", "after-commit")
+FAULT_POINTS = ("before-commit", "after-commit", "compact-before-commit", "compact-after-commit")
 STATE_DIR = "paimon-sink"
+COMPACT_PENDING = "compact-pending-"  # + job prefix + .json
 # Options Spark or this module reads; never passed to pypaimon as table options.
 STREAM_WRITE_OPTIONS = frozenset({"checkpointlocation", "commit-user", "queryname", "path"})
 
@@ -151,11 +163,44 @@ class CheckpointState:
         self._write(self.pending_path(batch_id), pickle.dumps(messages))
 
     def clear_pending(self, batch_id: int) -> None:
+        self._delete(self.pending_path(batch_id))
+
+    def _delete(self, path: str) -> None:
         from pyarrow import fs
 
-        path = self.pending_path(batch_id)
         if self._fs.get_file_info(path).type != fs.FileType.NotFound:
             self._fs.delete_file(path)
+
+
+class CompactPending:
+    """The background compaction's job records (``worker.PendingStore``) in the checkpoint."""
+
+    def __init__(self, state: CheckpointState) -> None:
+        self.state = state
+
+    def _path(self, record: dict[str, Any]) -> str:
+        return f"{self.state.root}/{COMPACT_PENDING}{record['prefix'].strip('-')}.json"
+
+    def records(self) -> list[dict[str, Any]]:
+        from pyarrow import fs
+
+        try:
+            infos = self.state._fs.get_file_info(fs.FileSelector(self.state.root, allow_not_found=True))
+        except OSError:
+            return []
+        out = []
+        for info in infos:
+            if info.base_name.startswith(COMPACT_PENDING) and info.base_name.endswith(".json"):
+                raw = self.state._read(info.path)
+                if raw:
+                    out.append(json.loads(raw.decode("utf-8")))
+        return out
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.state._write(self._path(record), json.dumps(record, sort_keys=True).encode())
+
+    def clear(self, record: dict[str, Any]) -> None:
+        self.state._delete(self._path(record))
 
 
 def _describe(identity: dict[str, str]) -> str:
@@ -186,6 +231,8 @@ def create_stream_writer(
         raise InvalidArgumentError("option 'overwrite-partition' is for batch writes only")
     plan = plan_write(sink_opts, schema, overwrite=False,  # table, branch, schema checks
                       snapshot_properties=snapshot_properties)
+    # the stream's compaction options (target-file-size, ...): refused now, not after a commit
+    CompactionOptions.from_mapping(table_options)
     location = (opts.raw.get("checkpointlocation") or "").strip()
     given_user = (opts.raw.get("commit-user") or "").strip() or None
     if not location:
@@ -278,6 +325,20 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         if snapshot is not None:
             self._publish(snapshot, batch_id, rows, replayed=False)
             expire_after_commit(table, branch=self.plan.opts.branch, options=self.plan.opts.table_options)
+            self._compact_after_commit(table, state, batch_id)
+
+    def _compact_after_commit(self, table: Any, state: CheckpointState | None, batch_id: int) -> None:
+        """Hand the table's small files to the stream's background compaction (never raises)."""
+        opts = self.plan.opts
+        compact_after_commit(
+            table,
+            stream_key=(opts.warehouse, opts.table, opts.branch_name, self.commit_user),
+            commit_user=self.commit_user,
+            options=opts.table_options,
+            batch_id=batch_id,
+            pending=CompactPending(state) if state is not None else None,
+            fault=_fault,
+        )
 
     def _check_lineage_store(self, table: Any, task_messages: list[Any], batch_id: int) -> None:
         """``onStoreFailure=fail``: refuse to commit while the lineage store is down.
@@ -406,7 +467,8 @@ def _delete_files(table: Any, commit_user: str, messages: list[Any]) -> None:
 
 def _fault(point: str, batch_id: int) -> None:
     """Test hook: SIGKILL the whole Spark process (JVM and Python) at ``point``."""
-    if os.environ.get(FAULT_ENV, "") != f"{point}:{batch_id}":
+    armed = os.environ.get(FAULT_ENV, "")
+    if armed not in (f"{point}:{batch_id}", f"{point}:*"):
         return
     log.warning("fault injection: killing the query at %s of batch %s", point, batch_id)
     groups = [os.getpgrp()]

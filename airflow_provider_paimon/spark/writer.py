@@ -44,7 +44,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
 
-from . import branch_redirect, commit_events, fast_append, lineage_guard
+from . import branch_redirect, commit_events, fast_append, lineage_direct, lineage_guard
 from .options import PaimonOptions
 from .tables import open_table
 from .types import conform_batch
@@ -195,6 +195,7 @@ class PaimonWriter(DataSourceArrowWriter):
             opts.event_listeners,
             opts.event_log,
         )
+        lineage_direct.on_commit(opts, snapshot.id, str(snapshot.commit_kind))  # option-driven lineage
         expire_after_commit(table, branch=opts.branch, options=opts.table_options)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

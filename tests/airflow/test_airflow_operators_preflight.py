@@ -218,6 +218,11 @@ def test_compaction_summary_is_readable():
     idle = summarize("db.events", "fix", {"files_before": 2, "bytes_before": 10, "committed": False,
                                           "message": "nothing to compact", "duration_s": 0.5})
     assert "branch fix" in idle and "nothing committed (nothing to compact)" in idle
+    expired = summarize("db.events", None, {
+        "files_before": 4, "bytes_before": 40, "files_after": 1, "bytes_after": 40, "snapshot_id": 12,
+        "committed": True, "duration_s": 1.0, "bins": 1, "expired": {"expired_snapshot_ids": [1, 2, 3]},
+    })
+    assert expired.endswith("snapshot 12, 1 bins, then expired snapshots 1-3, took 1.0 s")
 
 
 @pytest.mark.parametrize(

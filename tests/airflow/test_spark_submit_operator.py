@@ -127,3 +127,26 @@ def test_print_result_and_error_write_the_result_file(tmp_path, monkeypatch, cap
     assert json.loads(target.read_text()) == {"error": "table db.t does not exist"}
     assert capsys.readouterr().err == "PAIMON_ERROR table db.t does not exist\n"
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left
+
+
+def test_paimon_connection_lineage_options_reach_the_capture_off_the_command_line(app, monkeypatch, tmp_path):
+    """The proposal's options in the ``paimon`` connection's extra turn the job's capture on."""
+    from airflow_provider_paimon.spark.lineage_config import capture_config
+
+    set_connection(
+        monkeypatch,
+        "paimon_lineage_opts",
+        {"conn_type": "paimon", "host": str(tmp_path / "wh"),
+         "extra": {"table-lineage": "true", "data-lineage": "true", "lineage-meta": "jdbc",
+                   "jdbc.url": "jdbc:mysql://127.0.0.1:3306/x", "jdbc.username": "lineage",
+                   "jdbc.password": PASSWORD, "jdbc.database": "cat1"}},
+    )
+    hook = _operator(app, paimon_conn_id="paimon_lineage_opts").make_hook({})
+    cmd = hook.build_command()
+    assert not any(PASSWORD in part for part in cmd)
+    env = hook.job_environment()
+    # what the job's register(spark) sees: its app name and the environment
+    cfg = capture_config({}, cmd[cmd.index("--name") + 1], environ=env)
+    assert cfg.enabled and cfg.table_lineage and cfg.data_lineage and cfg.job == "paimon_dag.job"
+    assert cfg.database == "cat1" and cfg.url.startswith("mysql+pymysql://lineage:") and PASSWORD in cfg.url
+    assert PASSWORD not in cfg.describe()

@@ -123,6 +123,58 @@ def test_lineage_capture_page(spark, warehouse, tmp_path):
         store.close()
 
 
+def test_schema_page_walkthrough(spark, warehouse):
+    """docs/schema.md: branch, add a column on it, write the correction, replace main;
+    plain pypaimon then reads main as the corrected branch, with the new column."""
+    from pypaimon import CatalogFactory
+
+    uri = Path(warehouse).as_uri()
+    orders = spark.createDataFrame([(1, "2026-11-01", 10.0), (2, "2026-11-01", 20.0)],
+                                   "id BIGINT, day STRING, price DOUBLE")
+    (orders.write.format("paimon").option("warehouse", uri).option("table", "sales.orders")
+     .option("create-table", "true").mode("append").save())
+    walkthrough = _python_blocks("schema.md")[0]
+    ns = _run(walkthrough.replace("file:///data/warehouse", uri), "schema.md:1", {"spark": spark})
+    assert ns["published"]["schema_id"] == 1 and ns["published"]["backup"]["kind"] == "branch"
+    table = CatalogFactory.create({"warehouse": warehouse}).get_table("sales.orders")
+    rb = table.new_read_builder()
+    got = sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": 1, "day": "2026-11-01", "price": 10.0, "discount": 1.0},
+                   {"id": 2, "day": "2026-11-01", "price": 20.0, "discount": None}]
+    backup = ns["published"]["backup"]["name"]
+    old = CatalogFactory.create({"warehouse": warehouse}).get_table(f"sales.orders$branch_{backup}")
+    assert old.field_names == ["id", "day", "price"]
+
+
+def test_lineage_capture_page_seed_options(spark, warehouse, tmp_path):
+    """The proposal's options on the data source's reads and writes record lineage."""
+    from airflow_provider_paimon.lineage import LineageStore
+    from airflow_provider_paimon.spark import register
+
+    orders = spark.createDataFrame([(1, 9.5), (2, 3.0)], "id BIGINT, amount DOUBLE")
+    for table, frame in (("sales.orders", orders), ("sales.orders_copy", orders.limit(0))):
+        (frame.write.format("paimon").option("warehouse", warehouse).option("table", table)
+         .option("create-table", "true").mode("append").save())
+    store_path = tmp_path / "lineage.db"
+    block = _python_blocks("lineage_capture.md")[1]
+    code = block.replace("file:///data/warehouse", Path(warehouse).as_uri()).replace(
+        "jdbc:sqlite:/tmp/lineage.db", f"jdbc:sqlite:{store_path}"
+    )
+    spark.conf.set("spark.paimon.lineage.spoolDir", str(tmp_path / "spool"))
+    try:
+        _run(code, "lineage_capture.md:2", {"spark": spark})
+    finally:  # the sample sets session conf; later tests must not inherit it
+        for key in ("spark.paimon.lineage.job", "spark.paimon.lineage.spoolDir"):
+            spark.conf.unset(key)
+        register(spark)
+    with LineageStore.from_url(f"sqlite:///{store_path}") as store:
+        assert [(t.job, t.table) for t in store.source_table_lineages()] == [("orders.copy_seed", "orders")]
+        assert [(t.job, t.table) for t in store.sink_table_lineages()] == [("orders.copy_seed", "orders_copy")]
+        assert [(d.barrier_id, d.snapshot_id) for d in store.source_data_lineages()] == [(1, 1)]
+        # the empty create-table write made no snapshot: the sample's write is the first
+        assert [(d.barrier_id, d.snapshot_id) for d in store.sink_data_lineages()] == [(1, 1)]
+
+
 def test_lineage_capture_page_run_of_snapshot(warehouse, capsys):
     """"Which Airflow run made this snapshot": the sample reads the run back."""
     from pypaimon import CatalogFactory, Schema
@@ -139,7 +191,7 @@ def test_lineage_capture_page_run_of_snapshot(warehouse, capsys):
     props = commit_properties(airflow_env("orders_daily", "scheduled__x", "load", 1), spark_app_id="local-1")
     commit.commit(write.prepare_commit(), snapshot_properties=props)
     write.close()
-    block = _python_blocks("lineage_capture.md")[1]
+    block = _python_blocks("lineage_capture.md")[2]
     _run(block.replace("/data/wh", warehouse), "lineage_capture.md:2", {})
     printed = capsys.readouterr().out
     assert "dag_id='orders_daily'" in printed and "run_id='scheduled__x'" in printed

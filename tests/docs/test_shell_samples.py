@@ -521,7 +521,7 @@ def test_ci_runs_the_readme_test_command():
     script = (REPO / "scripts" / "test.sh").read_text()
     assert "bash scripts/bootstrap.sh" in script
     # the whole suite (testpaths) unless arguments narrow it, on the xdist workers
-    assert re.search(r'^exec \.venv/bin/python -m pytest -n "\$\{PAIMON_TEST_WORKERS:-2\}" --dist loadfile "\$@"$', script, re.M)
+    assert re.search(r'^exec \.venv/bin/python -m pytest -n "\$\{PAIMON_TEST_WORKERS:-2\}" --dist loadfile --no-loadscope-reorder "\$@"$', script, re.M)
 
 
 # -- the demo -----------------------------------------------------------------------------

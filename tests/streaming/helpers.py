@@ -13,6 +13,9 @@ from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 # Small files and a low threshold so compaction has something to merge.
 SMALL = {"target-file-size": "32kb", "compaction.min.file-num": "3", "source.split.open-file-cost": "1b"}
+# A sink table whose stream never compacts (its test counts snapshots and files exactly);
+# the stream's compaction itself is tested in test_streaming_compaction.py.
+NO_STREAM_COMPACTION = {"compaction.min.file-num": "1000"}
 
 
 def make_table(warehouse: str, name: str = "db.src", options: dict[str, str] | None = None) -> Any:

@@ -15,11 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 
-def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None = None) -> None:
+def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None = None,
+          sink: str = "db.dst", sink_options: dict[str, str] | None = None) -> None:
     """The query: db.src -> db.dst, one source snapshot per micro-batch, availableNow.
 
     The kill test also runs it in its own session for the clean restart. ``options``:
-    catalog options (the S3 tests' endpoint and credentials).
+    catalog options (the S3 tests' endpoint and credentials); ``sink_options``: the
+    sink's own (per-query table options such as ``write-only``).
     """
     df = (
         spark.readStream.format("paimon")
@@ -35,7 +37,8 @@ def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None
         df.writeStream.format("paimon")
         .options(**(options or {}))
         .option("warehouse", warehouse)
-        .option("table", "db.dst")
+        .options(**(sink_options or {}))
+        .option("table", sink)
         .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
         .start()

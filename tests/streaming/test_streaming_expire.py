@@ -15,7 +15,15 @@ import signal
 
 import pytest
 
-from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
+from .helpers import (
+    NO_STREAM_COMPACTION,
+    append,
+    data_files_on_disk,
+    live_files,
+    make_table,
+    reload,
+    table_ids,
+)
 from .stream_job import drain
 from .test_streaming_kill import _run
 
@@ -32,7 +40,7 @@ def test_sink_expires_per_batch_and_stays_exactly_once_across_a_kill(spark, ware
     src = make_table(warehouse)
     for ids in ([1, 2], [3], [4, 5]):
         append(src, ids)
-    make_table(warehouse, "db.dst", options=RETAIN)
+    make_table(warehouse, "db.dst", options=dict(RETAIN, **NO_STREAM_COMPACTION))
     checkpoint = str(tmp_path / "ck")
 
     assert _run(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL

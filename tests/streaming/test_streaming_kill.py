@@ -25,7 +25,15 @@ import pytest
 
 from airflow_provider_paimon.spark.streaming_writer import FAULT_ENV
 
-from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
+from .helpers import (
+    NO_STREAM_COMPACTION,
+    append,
+    data_files_on_disk,
+    live_files,
+    make_table,
+    reload,
+    table_ids,
+)
 from .stream_job import drain
 
 pytestmark = pytest.mark.spark
@@ -61,7 +69,7 @@ def test_sigkill_before_and_after_commit_then_restart_is_exactly_once(spark, war
     append(src, [1, 2])
     append(src, [3])
     append(src, [4, 5])
-    make_table(warehouse, "db.dst")
+    make_table(warehouse, "db.dst", options=NO_STREAM_COMPACTION)
     checkpoint = str(tmp_path / "ck")
 
     assert _run(warehouse, checkpoint, "before-commit:1") == -signal.SIGKILL

@@ -72,6 +72,10 @@ def read_table(
     )
     plan = plan_for(opts, filter)
     log.info(plan.summary())
+    from ..branch_redirect import worker_environment
+    from ..lineage_direct import on_scan
+
+    on_scan(opts, plan.snapshot_id, worker_environment(spark))  # option-driven lineage (no capture)
     df = dataframe_for(spark, plan)
     if plan.compiled_filter is not None:
         df = df.where(plan.compiled_filter.column())

@@ -433,7 +433,9 @@ def routed_events(spark: Any) -> Iterator[None]:
     """
     env = spark.sparkContext.environment
     added = []
-    for key in (commit_events.EVENT_LOG_ENV, lineage_guard.PRECOMMIT_ENV):
+    from ..lineage_direct import SESSION_ENV
+
+    for key in (commit_events.EVENT_LOG_ENV, lineage_guard.PRECOMMIT_ENV, SESSION_ENV):
         value = env.get(key)
         if value and key not in os.environ:
             os.environ[key] = value

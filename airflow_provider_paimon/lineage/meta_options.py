@@ -1,0 +1,401 @@
+"""The lineage proposal's catalog options, turned into this package's lineage settings.
+
+The proposal (seed 001) turns lineage on with catalog options::
+
+    CREATE CATALOG c WITH ('table-lineage' = 'true', 'data-lineage' = 'true',
+        'lineage-meta' = 'jdbc', 'jdbc.url' = 'jdbc:mysql://db:3306/x',
+        'jdbc.username' = 'u', 'jdbc.password' = 'p', 'jdbc.database' = 'paimon')
+
+Wherever catalog options are accepted (the ``paimon`` data source's options, the Spark
+conf as ``spark.paimon.catalog.<key>``, the ``paimon`` connection's extra) they go
+through ``lineage_meta_options`` here, so every entry point reads them alike:
+
+* ``table-lineage`` / ``data-lineage`` are flags and fail closed (``maybe`` is an
+  error). Either one turns lineage on; table lineage alone records only which tables a
+  job reads and writes, data lineage alone only the snapshot links of each barrier.
+* ``lineage-meta`` names the store's factory (``jdbc`` by default, see ``meta``); an
+  identifier no installed factory has is an error naming the installed ones.
+* ``jdbc.url`` is a JDBC URL as Java writes it (``jdbc:mysql://host:3306/db``,
+  ``jdbc:mariadb://...``, ``jdbc:postgresql://host/db``, ``jdbc:sqlite:/path/x.db``)
+  or a SQLAlchemy URL; it becomes the SQLAlchemy URL of the Python driver installed
+  here. ``jdbc.driver`` (a JDBC class such as ``com.mysql.cj.jdbc.Driver``, or a
+  Python driver name such as ``pymysql``) must fit the URL. ``jdbc.username`` and
+  ``jdbc.password`` are put into the URL object only: ``repr``, ``describe`` and every
+  error show the URL masked.
+* ``jdbc.database`` is the system database (default ``paimon``).
+
+Nothing here imports Spark or Airflow, and nothing touches a database.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import URL
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.option_values import parse_bool
+
+from .errors import InvalidLineageArgumentError, UnsupportedBackendError
+from .url import DEFAULT_DATABASE, check_database_name, mask_url, parse_url, scrub
+
+TABLE_LINEAGE = "table-lineage"
+DATA_LINEAGE = "data-lineage"
+LINEAGE_META = "lineage-meta"
+JDBC_URL = "jdbc.url"
+JDBC_DRIVER = "jdbc.driver"
+JDBC_USERNAME = "jdbc.username"
+JDBC_PASSWORD = "jdbc.password"  # noqa: S105 - the option's name, not a password
+JDBC_DATABASE = "jdbc.database"
+#: The proposal's lineage options, in the order the docs list them.
+SEED_KEYS = (
+    TABLE_LINEAGE, DATA_LINEAGE, LINEAGE_META, JDBC_URL, JDBC_DRIVER, JDBC_USERNAME,
+    JDBC_PASSWORD, JDBC_DATABASE,
+)
+#: Keys that only the lineage store reads. pypaimon's JDBC catalog hands every other
+#: ``jdbc.*`` option to its DB-API driver as a keyword, so these must not reach it.
+LINEAGE_ONLY_KEYS = (TABLE_LINEAGE, DATA_LINEAGE, LINEAGE_META, JDBC_URL, JDBC_DRIVER, JDBC_DATABASE)
+#: The factory used when ``lineage-meta`` is not given.
+DEFAULT_META = "jdbc"
+
+# JDBC sub-protocol -> (SQLAlchemy backend, Python drivers in order of preference,
+# JDBC driver classes that fit)
+_JDBC = {
+    "mysql": ("mysql", ("pymysql", "mysqldb"),
+              ("com.mysql.jdbc.Driver", "com.mysql.cj.jdbc.Driver", "org.mariadb.jdbc.Driver")),
+    "mariadb": ("mariadb", ("pymysql", "mysqldb"),
+                ("org.mariadb.jdbc.Driver", "com.mysql.jdbc.Driver", "com.mysql.cj.jdbc.Driver")),
+    "postgresql": ("postgresql", ("psycopg2", "psycopg", "pg8000"), ("org.postgresql.Driver",)),
+    "sqlite": ("sqlite", ("pysqlite",), ("org.sqlite.JDBC",)),
+}
+# Python driver -> module that must be importable
+_DRIVER_MODULES = {"pymysql": "pymysql", "mysqldb": "MySQLdb", "psycopg2": "psycopg2",
+                   "psycopg": "psycopg", "pg8000": "pg8000", "pysqlite": "sqlite3"}
+# JDBC URL properties the Python drivers take under another name; credentials are
+# lifted out of the query into the URL, tuning knobs of the Java drivers are dropped
+_CREDENTIAL_PROPERTIES = {"user": "username", "username": "username", "password": "password"}
+_JAVA_ONLY_PROPERTIES = frozenset({
+    "useSSL", "requireSSL", "verifyServerCertificate", "serverTimezone", "useUnicode",
+    "characterEncoding", "autoReconnect", "allowPublicKeyRetrieval", "useLegacyDatetimeCode",
+    "zeroDateTimeBehavior", "rewriteBatchedStatements", "cachePrepStmts", "useServerPrepStmts",
+    "tcpKeepAlive", "loginTimeout", "socketTimeout", "ApplicationName", "stringtype",
+    "prepareThreshold", "currentSchema",
+})
+
+
+@dataclass(frozen=True)
+class LineageMetaOptions:
+    """The proposal's lineage options, checked. ``url`` holds credentials: never log it.
+
+    ``options`` is every catalog option given, not only the lineage ones (the factory's
+    context and the ``options`` table; secrets included, hidden from ``repr``). ``url`` is None when ``jdbc.url`` was not given (the store then
+    comes from our own settings or the default SQLite file).
+    """
+
+    table_lineage: bool
+    data_lineage: bool
+    meta: str = DEFAULT_META
+    url: URL | None = field(default=None, repr=False)
+    database: str = DEFAULT_DATABASE
+    database_given: bool = False
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def enabled(self) -> bool:
+        return self.table_lineage or self.data_lineage
+
+    @property
+    def masked_url(self) -> str:
+        return "(default store)" if self.url is None else mask_url(self.url)
+
+    def describe(self) -> str:
+        return (
+            f"table-lineage={str(self.table_lineage).lower()} "
+            f"data-lineage={str(self.data_lineage).lower()} lineage-meta={self.meta} "
+            f"store={self.masked_url} database={self.database}"
+        )
+
+    def __repr__(self) -> str:
+        return f"LineageMetaOptions({self.describe()})"
+
+
+def has_seed_options(options: Mapping[str, Any]) -> bool:
+    """Whether ``options`` turn the proposal's lineage on or configure its store."""
+    return any(str(k).lower() in (TABLE_LINEAGE, DATA_LINEAGE, LINEAGE_META) for k in options)
+
+
+def seed_options(options: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """The proposal's keys among ``options`` (``prefix`` stripped, keys lower-cased)."""
+    found: dict[str, str] = {}
+    for key, value in options.items():
+        name = str(key)
+        if prefix:
+            if not name.startswith(prefix):
+                continue
+            name = name[len(prefix):]
+        name = name.lower()
+        if name in SEED_KEYS and value is not None:
+            found[name] = str(value)
+    return found
+
+
+def lineage_meta_options(
+    options: Mapping[str, Any],
+    *,
+    where: str = "catalog option",
+    known_metas: Callable[[], list[str]] | None = None,
+) -> LineageMetaOptions | None:
+    """The lineage settings ``options`` ask for; None when they name no lineage flag.
+
+    ``options``: catalog options (keys as the proposal writes them). ``where`` says how
+    the user wrote them, for messages (``spark.paimon.catalog.``, ``option``...).
+    ``known_metas`` lists the installed ``lineage-meta`` identifiers (default: the
+    entry point group, see ``meta.installed_identifiers``). Raises
+    ``InvalidLineageArgumentError`` for a bad flag, an unknown factory, a JDBC URL no
+    installed driver serves or credentials that contradict the URL's.
+    """
+    opts = seed_options(options)
+    if not any(k in opts for k in (TABLE_LINEAGE, DATA_LINEAGE)):
+        if LINEAGE_META in opts:
+            raise InvalidLineageArgumentError(
+                f"{where} '{LINEAGE_META}' is set but neither '{TABLE_LINEAGE}' nor "
+                f"'{DATA_LINEAGE}' is: add '{TABLE_LINEAGE}' = 'true' and/or "
+                f"'{DATA_LINEAGE}' = 'true' to record lineage, or remove '{LINEAGE_META}'"
+            )
+        return None
+    table = _flag(opts, TABLE_LINEAGE, where)
+    data = _flag(opts, DATA_LINEAGE, where)
+    meta = (opts.get(LINEAGE_META) or DEFAULT_META).strip().lower()
+    if known_metas is None:
+        from .meta import installed_identifiers
+
+        known_metas = installed_identifiers
+    known = known_metas()
+    if meta not in known:
+        raise InvalidLineageArgumentError(
+            f"{where} '{LINEAGE_META}' is {meta!r}, but no lineage store factory of that name "
+            f"is installed; installed: {', '.join(sorted(known)) or 'none'} (a factory is "
+            "registered in the entry point group 'airflow_provider_paimon.lineage_meta')"
+        )
+    database_given = bool((opts.get(JDBC_DATABASE) or "").strip())
+    database = (opts.get(JDBC_DATABASE) or "").strip() or DEFAULT_DATABASE
+    try:
+        check_database_name(database)
+    except InvalidLineageArgumentError as err:
+        raise InvalidLineageArgumentError(f"{where} '{JDBC_DATABASE}': {err}") from None
+    url = None
+    raw_url = (opts.get(JDBC_URL) or "").strip()
+    if raw_url:
+        url = sqlalchemy_url(
+            raw_url,
+            driver=opts.get(JDBC_DRIVER),
+            username=opts.get(JDBC_USERNAME),
+            password=opts.get(JDBC_PASSWORD),
+            where=where,
+        )
+    elif meta == DEFAULT_META and (opts.get(JDBC_USERNAME) or opts.get(JDBC_DRIVER)):
+        raise InvalidLineageArgumentError(
+            f"{where} '{JDBC_USERNAME}'/'{JDBC_DRIVER}' given without '{JDBC_URL}': add "
+            f"'{JDBC_URL}' (e.g. 'jdbc:mysql://host:3306/paimon') or remove them"
+        )
+    return LineageMetaOptions(
+        table_lineage=table,
+        data_lineage=data,
+        meta=meta,
+        url=url,
+        database=database,
+        database_given=database_given,
+        options={str(k): str(v) for k, v in options.items() if v is not None},
+    )
+
+
+def _flag(opts: Mapping[str, str], key: str, where: str) -> bool:
+    """A flag that fails closed: ``maybe`` is an error, never "off"."""
+    try:
+        return parse_bool(opts.get(key), f"{where} '{key}'", default=False)
+    except InvalidArgumentError as err:
+        raise InvalidLineageArgumentError(str(err)) from None
+
+
+def installed_driver(backend: str) -> str:
+    """The Python driver this process has for ``backend`` (``mysql``, ``postgresql``...)."""
+    for name in _JDBC[backend][1]:
+        module = _DRIVER_MODULES[name]
+        if module == "sqlite3" or importlib.util.find_spec(module) is not None:
+            return name
+    wanted = " or ".join(_JDBC[backend][1])
+    raise UnsupportedBackendError(
+        f"no Python driver for {backend} is installed; install {wanted} "
+        f"(e.g. pip install {'psycopg2-binary' if backend == 'postgresql' else _JDBC[backend][1][0]})"
+    )
+
+
+def sqlalchemy_url(
+    jdbc_url: str,
+    *,
+    driver: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    where: str = "catalog option",
+) -> URL:
+    """The SQLAlchemy URL of ``jdbc_url`` (JDBC or SQLAlchemy form), credentials set.
+
+    Every message shows the URL masked, and a password in the JDBC URL's query string
+    (``?password=``) is treated like ``jdbc.password``.
+    """
+    text = jdbc_url.strip()
+    if not text.lower().startswith("jdbc:"):  # already a SQLAlchemy URL
+        url = parse_url(text)
+        return _with_credentials(url, username, password, where, text)
+    rest = text[len("jdbc:"):]
+    sub, sep, tail = rest.partition(":")
+    sub = sub.lower()
+    if not sep or sub not in _JDBC:
+        raise UnsupportedBackendError(
+            f"{where} '{JDBC_URL}' {mask_url(text)!r} is not a supported JDBC URL; use "
+            "jdbc:mysql://host:3306/db, jdbc:mariadb://host:3306/db, "
+            "jdbc:postgresql://host:5432/db or jdbc:sqlite:/path/lineage.db"
+        )
+    backend, drivers, classes = _JDBC[sub]
+    python_driver = _python_driver(driver, sub, backend, drivers, classes, where)
+    if backend == "sqlite":
+        url = URL.create("sqlite+pysqlite", database=_sqlite_path(tail, text, where))
+        return url
+    url = _network_url(backend, python_driver, tail, text, where)
+    return _with_credentials(url, username, password, where, text)
+
+
+def _python_driver(
+    driver: str | None, sub: str, backend: str, drivers: tuple[str, ...],
+    classes: tuple[str, ...], where: str,
+) -> str:
+    given = (driver or "").strip()
+    if not given:
+        return installed_driver(backend)
+    if given in classes:
+        return installed_driver(backend)
+    if given.lower() in drivers:
+        name = given.lower()
+        module = _DRIVER_MODULES[name]
+        if module != "sqlite3" and importlib.util.find_spec(module) is None:
+            raise UnsupportedBackendError(
+                f"{where} '{JDBC_DRIVER}' is {given!r}, which is not installed here; install it "
+                f"or leave '{JDBC_DRIVER}' out to use {installed_driver(backend)}"
+            )
+        return name
+    raise InvalidLineageArgumentError(
+        f"{where} '{JDBC_DRIVER}' is {given!r}, which does not fit a jdbc:{sub} URL; use "
+        f"one of {', '.join(classes + drivers)} or leave it out"
+    )
+
+
+def _sqlite_path(tail: str, text: str, where: str) -> str:
+    path = tail
+    if path.startswith("file:"):
+        path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
+    path = path.split("?", 1)[0]
+    if path in ("", ":memory:"):
+        return ":memory:"
+    if path.startswith("//"):  # jdbc:sqlite://path is not a host, it is a path
+        path = path[1:]
+    if not path:
+        raise InvalidLineageArgumentError(
+            f"{where} '{JDBC_URL}' {mask_url(text)!r} names no SQLite file; use "
+            "jdbc:sqlite:/path/lineage.db"
+        )
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _network_url(backend: str, driver: str, tail: str, text: str, where: str) -> URL:
+    if tail.startswith("//"):
+        parts = urllib.parse.urlsplit(tail)
+        if "," in parts.netloc:
+            raise InvalidLineageArgumentError(
+                f"{where} '{JDBC_URL}' {mask_url(text)!r} lists several hosts; the lineage "
+                "store connects to one: give one host"
+            )
+        host = parts.hostname
+        try:
+            port = parts.port
+        except ValueError:
+            raise InvalidLineageArgumentError(
+                f"{where} '{JDBC_URL}' {mask_url(text)!r} has a port that is not a number"
+            ) from None
+        database = urllib.parse.unquote(parts.path.lstrip("/")) or None
+        query_text = parts.query
+        user = urllib.parse.unquote(parts.username) if parts.username else None
+        secret = urllib.parse.unquote(parts.password) if parts.password else None
+    else:  # jdbc:postgresql:database (local server, default port)
+        database, _, query_text = tail.partition("?")
+        host, port, user, secret = None, None, None, None
+        database = database.lstrip("/") or None
+    query: dict[str, str] = {}
+    unknown = []
+    for name, value in urllib.parse.parse_qsl(query_text, keep_blank_values=True):
+        if name in _CREDENTIAL_PROPERTIES:
+            if _CREDENTIAL_PROPERTIES[name] == "username":
+                user = user or value
+            else:
+                secret = secret or value
+        elif name in _JAVA_ONLY_PROPERTIES:
+            continue  # a Java driver's tuning knob; the Python driver has its own defaults
+        elif backend == "postgresql" and name in ("sslmode", "connect_timeout", "application_name"):
+            query[name] = value
+        else:
+            unknown.append(name)
+    if unknown:
+        raise InvalidLineageArgumentError(
+            f"{where} '{JDBC_URL}' {mask_url(text)!r} has JDBC properties the Python driver "
+            f"does not take: {', '.join(sorted(unknown))}; remove them"
+        )
+    return URL.create(
+        f"{backend}+{driver}", username=user, password=secret, host=host, port=port,
+        database=database, query=query,
+    )
+
+
+def _with_credentials(url: URL, username: str | None, password: str | None, where: str, text: str) -> URL:
+    user = (username or "").strip() or None
+    if user is not None:
+        if url.username not in (None, user):
+            raise InvalidLineageArgumentError(
+                f"{where} '{JDBC_USERNAME}' is {user!r} but '{JDBC_URL}' {mask_url(text)!r} "
+                f"names user {url.username!r}; give the user in one place"
+            )
+        url = url.set(username=user)
+    if password:
+        if url.password is not None and str(url.password) != password:
+            raise InvalidLineageArgumentError(
+                f"{where} '{JDBC_PASSWORD}' and the password inside '{JDBC_URL}' differ; "
+                "give the password in one place (preferably jdbc.password)"
+            )
+        if url.username is None:
+            raise InvalidLineageArgumentError(
+                f"{where} '{JDBC_PASSWORD}' is set but no user is: add '{JDBC_USERNAME}'"
+            )
+        url = url.set(password=password)
+    return url
+
+
+def safe_text(text: str, settings: LineageMetaOptions) -> str:
+    """``text`` with the store's secrets (and the given ``jdbc.password``) removed."""
+    if settings.url is not None:
+        text = scrub(text, settings.url)
+    secret = seed_options(settings.options).get(JDBC_PASSWORD)
+    if secret:
+        text = text.replace(secret, "***")
+    return text
+
+
+def store_identity(url: URL | None, database: str) -> tuple[Any, ...]:
+    """What makes two store settings the same store (the password does not)."""
+    if url is None:
+        return (None, database)
+    from .url import backend_of
+
+    return (backend_of(url), url.host, url.port, url.database, url.username, database)

@@ -1,0 +1,259 @@
+"""Lineage turned on by a read's or write's own options (the proposal's catalog options).
+
+``spark.read/write.format("paimon").option("table-lineage", "true")...`` (or the same
+keys in the ``paimon`` connection's extra, which the data source takes as defaults)
+asks for lineage of that table, in the store its options name. Two cases:
+
+* **A capture runs in the session** (``lineage_capture``, turned on by the Spark conf,
+  the connection or ``enable_lineage_capture``): the capture records everything, in
+  its store. The options must then agree with it: a read or write whose options name
+  another store, another ``lineage-meta`` or other flags fails when it is planned,
+  before any data moves (``check_session``), instead of recording somewhere else.
+  The capture tells the data source's workers what it records in the environment
+  variable ``PAIMON_LINEAGE_SESSION`` (no password: the URL is masked).
+* **No capture**: the data source records what it knows itself, in the Python worker
+  where Spark plans the read or commits the write (``on_scan``, ``on_commit``). A scan
+  records its table lineage at once and leaves the snapshot it read in a small
+  per-job file (``<spoolDir>/<job>/direct-scans.jsonl``); the next commit of the job
+  takes those as its sources (same store only) and records its barrier (the job's
+  next barrier id) with ``LineageRecorder``, so a store outage spools the rows as the
+  capture does. The job name is ``spark.paimon.lineage.job`` or the Spark
+  application name, as when the source was registered.
+
+Recording never fails a read or a commit that happened: errors are logged (with the
+store's secrets removed) and the rows wait in the spool.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+
+from .commit_events import EVENT_LOG_ENV
+from .lineage_config import BUFFER, CaptureConfig, default_spool_root
+
+log = logging.getLogger(__name__)
+
+#: what the session's capture records (JSON, no secrets), for the workers' check
+SESSION_ENV = "PAIMON_LINEAGE_SESSION"
+SCANS_FILE = "direct-scans.jsonl"
+
+
+def session_descriptor(config: CaptureConfig) -> str:
+    """The capture's settings as the workers compare them (masked URL, no password)."""
+    return json.dumps(
+        {
+            "store": _store_key(config.url, config.database, config.meta),
+            "table": config.table_lineage,
+            "data": config.data_lineage,
+            "meta": config.meta,
+            "database": config.database,
+            "url": config.masked_url,
+        },
+        sort_keys=True,
+    )
+
+
+def _store_key(url: Any, database: str, meta: str) -> str:
+    from airflow_provider_paimon.lineage.meta_options import store_identity
+    from airflow_provider_paimon.lineage.url import default_url, parse_url
+
+    parsed = parse_url(url if url is not None else default_url())
+    return json.dumps([meta, *[str(p) for p in store_identity(parsed, database)]])
+
+
+def _session(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    raw = (os.environ if environ is None else environ).get(SESSION_ENV)
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def check_session(opts: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse options whose lineage settings contradict the session's capture."""
+    settings = getattr(opts, "lineage", None)
+    session = _session(environ)
+    if settings is None or session is None:
+        return
+    problems = []
+    if settings.meta != session.get("meta"):
+        problems.append(f"lineage-meta {settings.meta!r} (capture: {session.get('meta')!r})")
+    if (settings.table_lineage, settings.data_lineage) != (session.get("table"), session.get("data")):
+        problems.append(
+            f"table-lineage={str(settings.table_lineage).lower()} data-lineage="
+            f"{str(settings.data_lineage).lower()} (capture: table-lineage="
+            f"{str(session.get('table')).lower()} data-lineage={str(session.get('data')).lower()})"
+        )
+    if settings.database_given and settings.database != session.get("database"):
+        problems.append(f"jdbc.database {settings.database!r} (capture: {session.get('database')!r})")
+    if settings.url is not None and _store_key(settings.url, session.get("database", ""), settings.meta) != session.get("store"):
+        problems.append(f"jdbc.url {settings.masked_url} (capture: {session.get('url')})")
+    if problems:
+        raise InvalidArgumentError(
+            f"the lineage options of {opts.table} disagree with the session's lineage capture: "
+            f"{'; '.join(problems)}. The capture records every read and write of the job in "
+            "one store: drop these options from the read/write or make them match the "
+            "capture's (spark.paimon.catalog.* / spark.paimon.lineage.*)"
+        )
+
+
+def direct(opts: Any, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the data source records this read/write itself (options on, no capture)."""
+    env = os.environ if environ is None else environ
+    settings = getattr(opts, "lineage", None)
+    return bool(settings is not None and settings.enabled and not env.get(SESSION_ENV)
+                and not env.get(EVENT_LOG_ENV))
+
+
+def config_for(opts: Any) -> CaptureConfig:
+    """Recorder settings from the options' lineage settings and the registering session."""
+    settings = opts.lineage
+    session = dict(getattr(opts, "lineage_session", None) or {})
+    return CaptureConfig(
+        enabled=True,
+        job=str(session.get("job") or session.get("app_name") or "spark"),
+        url=None if settings.url is None else settings.url.render_as_string(hide_password=False),
+        database=settings.database,
+        on_store_failure=BUFFER,
+        spool_dir=str(session.get("spool_dir") or default_spool_root()),
+        table_lineage=settings.table_lineage,
+        data_lineage=settings.data_lineage,
+        meta=settings.meta,
+        meta_options=_catalog_options(settings.options, opts.warehouse),
+    )
+
+
+def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, str]:
+    """The options that describe the catalog (for the factory and the options table):
+    not what this one read or write asked for (``table``, ``columns``, ``branch``...)."""
+    from .options import OWN_OPTIONS
+
+    kept = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
+    kept["warehouse"] = warehouse
+    return kept
+
+
+def _scans_path(config: CaptureConfig) -> str:
+    return os.path.join(config.spool_dir, urllib.parse.quote(config.job, safe=""), SCANS_FILE)
+
+
+def _table_at(opts: Any, snapshot_id: int | None) -> Any:
+    from .lineage_recorder import TableAt
+
+    return TableAt(opts.warehouse, opts.database, opts.table_name, opts.branch_name, snapshot_id)
+
+
+def _record(config: CaptureConfig, record: Any) -> None:
+    from .lineage_recorder import LineageRecorder
+
+    recorder = LineageRecorder(config, retry_interval=0.0)
+    try:
+        recorder.open()
+        recorder.record(record)
+    finally:
+        recorder.close()
+
+
+def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | None = None) -> None:
+    """A planned read: its table lineage now, its snapshot for the job's next commit.
+
+    ``environ``: where to look for a running capture (default: this process's
+    environment, which is the session's in a data source worker).
+    """
+    if not direct(opts, environ):
+        return
+    try:
+        from .lineage_recorder import BatchRecord
+
+        config = config_for(opts)
+        table = _table_at(opts, snapshot_id)
+        if config.table_lineage:
+            _record(config, BatchRecord(config.job, None, [table], [], streaming=False, tables_only=True))
+        if config.data_lineage and snapshot_id is not None:
+            path = _scans_path(config)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            line = json.dumps({"store": _store_key(config.url, config.database, config.meta),
+                               "table": asdict(table)}, sort_keys=True)
+            with open(path, "a", encoding="utf-8") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                fh.write(line + "\n")
+    except Exception as err:  # noqa: BLE001 - lineage never fails a read
+        log.error("lineage of the read of %s not recorded: %s", opts.table, _safe(err, opts))
+
+
+def _take_scans(config: CaptureConfig) -> list[Any]:
+    """The job's scans since its last commit in the same store (and forget them)."""
+    from .lineage_recorder import TableAt
+
+    path = _scans_path(config)
+    if not os.path.exists(path):
+        return []
+    key = _store_key(config.url, config.database, config.meta)
+    with open(path, "r+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        lines = fh.read().splitlines()
+        fh.seek(0)
+        fh.truncate()
+    latest: dict[tuple[str, str, str], Any] = {}
+    for line in lines:
+        try:
+            doc = json.loads(line)
+            table = TableAt(**doc["table"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if doc.get("store") != key:
+            continue  # another store's read: that store has its table lineage
+        ident = (table.database, table.table, table.branch)
+        known = latest.get(ident)
+        if known is None or (table.snapshot_id or 0) > (known.snapshot_id or 0):
+            latest[ident] = table
+    return list(latest.values())
+
+
+def on_commit(opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None) -> None:
+    """A committed write: one barrier with the job's scans since its last commit."""
+    if not direct(opts):
+        return
+    try:
+        from .lineage_recorder import BatchRecord
+
+        config = config_for(opts)
+        sources = _take_scans(config) if config.data_lineage else []
+        sinks = [] if str(commit_kind).upper().endswith("COMPACT") else [_table_at(opts, snapshot_id)]
+        if not sources and not sinks:
+            return
+        _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None))
+    except Exception as err:  # noqa: BLE001 - the commit happened; lineage never undoes it
+        log.error("lineage of the write to %s not recorded: %s", opts.table, _safe(err, opts))
+
+
+def _safe(err: BaseException, opts: Any) -> str:
+    from airflow_provider_paimon.lineage.meta_options import safe_text
+
+    return safe_text(f"{type(err).__name__}: {err}", opts.lineage)
+
+
+def session_info(spark: Any) -> dict[str, str]:
+    """What a worker needs of the session to record on its own (no secrets): job, spool."""
+    from .lineage_config import KEY_JOB, KEY_SPOOL_DIR
+
+    def conf(key: str) -> str:
+        try:
+            return str(spark.conf.get(key, "") or "")
+        except Exception:  # noqa: BLE001 - a stopped session: defaults
+            return ""
+
+    info = {"app_name": str(spark.sparkContext.appName or ""), "job": conf(KEY_JOB).strip(),
+            "spool_dir": conf(KEY_SPOOL_DIR).strip()}
+    return {k: v for k, v in info.items() if v}

@@ -1,0 +1,145 @@
+"""The cascade DAG end to end: ``raw -> clean -> mart`` corrected and published as one change.
+
+The original pipeline runs first, in this process, on the shared local Spark session
+with the lineage capture on (one capture per job name, as the jobs' own submits would
+record them): ingest batch 1, clean (streaming), mart; then a buggy batch 2 and batch
+3, clean, mart. So the store says which snapshots read the bad ``ods.raw`` snapshot 2.
+Then ``dags/cascade_correction.py`` runs with ``dag.test()`` against real local Spark
+(its jobs, audits and the publish are spark-submits). The references are plain Python:
+each table recomputed from scratch on the corrected input (``cascade_chain.reference_*``),
+read back with plain pypaimon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+from dag_run_results import task_states, task_xcom
+
+pytestmark = [pytest.mark.spark, pytest.mark.airflow]
+
+SORT = {"ods.raw": "order_id", "dwd.clean": "order_id", "ads.mart": "customer"}
+
+
+def _load():
+    import importlib
+
+    import cascade_correction
+    from jobs import cascade_chain
+
+    return importlib.reload(cascade_correction).dag, cascade_chain
+
+
+def rows(warehouse: str, name: str, branch: str | None = None) -> list[dict]:
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    table = load_table(open_catalog(warehouse), name, branch)
+    builder = table.new_read_builder()
+    splits = builder.new_scan().plan().splits()
+    out = builder.new_read().to_arrow(splits).to_pylist() if splits else []
+    return sorted(out, key=lambda r: r[SORT[name]])
+
+
+@contextlib.contextmanager
+def captured(spark, url: str, job: str, spool):
+    """The lineage capture on ``spark`` for one job, closed (and drained) afterwards."""
+    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+
+    conf = {
+        "spark.paimon.lineage.url": url,
+        "spark.paimon.lineage.job": job,
+        "spark.paimon.lineage.spoolDir": str(spool),
+        "spark.paimon.lineage.pollIntervalMs": "100",
+    }
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    capture = enable_lineage_capture(spark, force=False)
+    try:
+        yield capture
+    finally:
+        capture.close()
+        for key in conf:
+            spark.conf.unset(key)
+
+
+def run_original_pipeline(spark, chain, warehouse: str, url: str, tmp_path) -> None:
+    checkpoint = str(tmp_path / "checkpoints" / "clean-main")
+
+    def step(job: str, action) -> None:
+        with captured(spark, url, job, tmp_path / f"spool-{job}") as capture:
+            before = capture.recorder.delivered
+            action()
+            deadline = time.monotonic() + 60
+            while capture.recorder.delivered <= before and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    step("pipeline.ingest", lambda: chain.ingest(spark, warehouse, 1, "buggy"))  # raw@1
+    step("pipeline.clean", lambda: chain.clean(spark, warehouse, checkpoint))  # clean@1
+    step("pipeline.mart", lambda: chain.mart(spark, warehouse))  # mart@1
+    step("pipeline.ingest", lambda: chain.ingest(spark, warehouse, 2, "buggy"))  # raw@2: the bad batch
+    step("pipeline.ingest", lambda: chain.ingest(spark, warehouse, 3, "buggy"))  # raw@3
+    step("pipeline.clean", lambda: chain.clean(spark, warehouse, checkpoint))  # clean@2, read raw (1, 3]
+    step("pipeline.mart", lambda: chain.mart(spark, warehouse))  # mart@2
+
+
+def test_cascade_corrects_raw_clean_and_mart_as_one_change(spark, airflow_db, tmp_path):
+    from airflow_provider_paimon.lineage import LineageStore
+    from airflow_provider_paimon.lineage.queries import upstream
+    from airflow_provider_paimon.spark import register
+
+    dag, chain = _load()
+    warehouse = str(tmp_path / "warehouse")
+    url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
+    chain.create_tables(warehouse)
+    register(spark)
+    run_original_pipeline(spark, chain, warehouse, url, tmp_path)
+
+    buggy_raw = [r for b in (1, 2, 3) for r in chain.batch_rows(b, "buggy")]
+    assert rows(warehouse, "ods.raw") == sorted(buggy_raw, key=lambda r: r["order_id"])
+    old = {name: rows(warehouse, name) for name in SORT}
+    assert old["ads.mart"] == chain.reference_mart(chain.reference_clean(buggy_raw))  # main is wrong
+
+    run = dag.test(run_conf={
+        "snapshot_id": 2, "correction": "fix", "reingest_batches": "2,3", "warehouse": warehouse,
+        "lineage_url": url, "checkpoint_root": str(tmp_path / "checkpoints"),
+    })
+    states = task_states(run)
+    assert run.state == "success", states
+
+    plan = task_xcom(run, "cascade.plan")
+    assert [(t["name"], t["branch_point"]) for t in plan] == [("ods.raw", 1), ("dwd.clean", 1), ("ads.mart", 1)]
+
+    # every table equals a from-scratch recomputation on the corrected input
+    fixed_raw = [r for b in (1, 2, 3) for r in chain.batch_rows(b, "fixed")]
+    fixed_clean = chain.reference_clean(fixed_raw)
+    expected = {
+        "ods.raw": sorted(fixed_raw, key=lambda r: r["order_id"]),
+        "dwd.clean": sorted(fixed_clean, key=lambda r: r["order_id"]),
+        "ads.mart": chain.reference_mart(fixed_clean),
+    }
+    for name in SORT:
+        assert rows(warehouse, name) == expected[name], name
+        assert rows(warehouse, name, "fix") == expected[name], name
+        assert rows(warehouse, name, "before_fix") == old[name], name  # the old main, kept
+
+    published = task_xcom(run, "cascade.publish")
+    assert [e["table"] for e in published["tables"]] == ["ods.raw", "dwd.clean", "ads.mart"]
+    audit = task_xcom(run, "cascade.audit_ads__mart")
+    assert audit["passed"] is True
+
+    # lineage: the corrected snapshots read the corrected upstream branches ...
+    with LineageStore.from_url(url) as store:
+        mart_fix = published["tables"][2]["branch_snapshot_id"]
+        (up,) = [n for n in upstream(store, "ads", "mart", mart_fix, branch="fix") if n.table == "clean"]
+        assert (up.database, up.branch) == ("dwd", "fix")
+        clean_fix = published["tables"][1]["branch_snapshot_id"]
+        assert {(n.database, n.table, n.branch) for n in upstream(store, "dwd", "clean", clean_fix, branch="fix")} \
+            >= {("ods", "raw", "fix")}
+        # ... and each new main snapshot is linked to the branch snapshot it came from
+        for entry in published["tables"]:
+            db, tbl = entry["table"].split(".")
+            linked = upstream(store, db, tbl, entry["main_snapshot_id"])
+            assert any(n.branch == "fix" and n.snapshot_id == entry["branch_snapshot_id"] for n in linked), entry
+
