@@ -338,6 +338,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             batch_id=batch_id,
             pending=CompactPending(state) if state is not None else None,
             fault=_fault,
+            snapshot_properties=self.plan.snapshot_properties,  # the run, on COMPACT snapshots too
         )
 
     def _check_lineage_store(self, table: Any, task_messages: list[Any], batch_id: int) -> None:
