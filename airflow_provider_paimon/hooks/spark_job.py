@@ -126,6 +126,32 @@ def spark_defaults_file(environ: Mapping[str, str], spark_binary: str) -> Path |
     return None
 
 
+def airflow_context_env(context: Mapping[str, Any] | None) -> dict[str, str]:
+    """``AIRFLOW_CTX_*`` naming the task try of ``context``, for the job's environment.
+
+    Airflow's task runner exports most of them into the task process (the job inherits
+    them), but not the map index, and not when an operator runs outside the task
+    runner; so the operators pass them explicitly (``paimon.commit_properties``).
+    """
+    from airflow_provider_paimon.paimon.commit_properties import airflow_env
+
+    if not context:
+        return {}
+    ti = context.get("ti") or context.get("task_instance")
+    dag_run = context.get("dag_run")
+    dag_id = getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None)
+    if not dag_id:
+        return {}
+    run_id = getattr(ti, "run_id", None) or getattr(dag_run, "run_id", None) or context.get("run_id")
+    return airflow_env(
+        dag_id=str(dag_id),
+        run_id=str(run_id or ""),
+        task_id=str(getattr(ti, "task_id", "") or ""),
+        try_number=getattr(ti, "try_number", None),
+        map_index=getattr(ti, "map_index", None),
+    )
+
+
 class PaimonJobError(AirflowException):
     """A Paimon Spark job failed; the message is the job's own ``PAIMON_ERROR`` text."""
 
@@ -158,6 +184,9 @@ class PaimonSparkJobHook(SparkSubmitHook):
         ``job_args`` are its whole command line and ``family`` only labels messages.
     :param secret_env: more environment variables holding secrets for the driver
         (e.g. ``PAIMON_LINEAGE_URL``); like ``secret_options``, never on the command line.
+    :param context_env: plain (not secret) environment for the job, e.g. the
+        ``AIRFLOW_CTX_*`` naming the task try (``airflow_context_env``), which the job's
+        commits write into their snapshots' properties.
     :param require_result: fail when the job prints no ``PAIMON_RESULT`` line (our jobs
         always do; a user's application may not).
     :param spark_kwargs: any other ``SparkSubmitHook`` argument (memory, cores, ...).
@@ -176,6 +205,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
         deploy_mode: str | None = "client",
         application: str | None = None,
         secret_env: dict[str, str] | None = None,
+        context_env: dict[str, str] | None = None,
         require_result: bool = True,
         **spark_kwargs: Any,
     ) -> None:
@@ -198,6 +228,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
         self.job_args = list(job_args)
         self._secret_options = dict(secret_options or {})
         self._secret_env = dict(secret_env or {})
+        self._context_env = {str(k): str(v) for k, v in (context_env or {}).items()}
         for values in (self._secret_conf, self._secret_options, self._secret_env):
             self._register_secrets(values)
         self.application = application or launcher_path()
@@ -263,6 +294,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
     def job_environment(self) -> dict[str, str]:
         """The environment of the spark-submit process: ours, plus the secret options."""
         env = dict(os.environ)
+        env.update(self._context_env)
         if self._secret_options:
             env[CATALOG_OPTIONS_ENV] = json.dumps(self._secret_options, sort_keys=True)
         env.update(self._secret_env)

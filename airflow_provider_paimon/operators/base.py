@@ -25,7 +25,12 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
-from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, missing_spark_connection
+from airflow_provider_paimon.hooks.spark_job import (
+    PaimonSparkJobHook,
+    airflow_context_env,
+    missing_spark_connection,
+)
+from airflow_provider_paimon.operators.links import PaimonLineageLink
 from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
@@ -62,6 +67,8 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     action: ClassVar[str] = ""
     template_fields: Sequence[str] = ("table", "warehouse", "paimon_conn_id", "conf", "spark_name")
     ui_color = "#d3eafc"
+    #: "Paimon lineage": the lineage page at the snapshot the try committed (``links.py``)
+    operator_extra_links = (PaimonLineageLink(),)
 
     def __init__(
         self,
@@ -165,6 +172,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             conf=self.spark_conf(context),
             name=self.application_name(context),
             secret_env=self.job_secret_env() or None,
+            context_env=airflow_context_env(context),  # the run, on the job's snapshots
             **self.spark_kwargs,
         )
 

@@ -34,7 +34,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
+from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
 from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
@@ -201,6 +201,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             application=application,
             secret_options=catalog_options or None,
             secret_env=secret_env or None,
+            context_env=airflow_context_env(context),  # the run, on the job's snapshots
             require_result=False,
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context, url is not None, database),

@@ -29,7 +29,7 @@ from .lineage_api import create_app
 
 log = logging.getLogger(__name__)
 
-URL_PREFIX = "/paimon-lineage"
+URL_PREFIX = "/paimon-lineage"  # operators/links.py LINEAGE_PAGE_PATH links here
 LINEAGE_CONN_ID = "paimon_lineage_default"
 
 

@@ -251,7 +251,8 @@ _published_lock = threading.Lock()
 
 
 def register_data_source(spark: Any) -> None:
-    """Register the ``paimon`` data source on ``spark`` carrying the session's redirects.
+    """Register the ``paimon`` data source on ``spark`` carrying the session's redirects
+    and the snapshot properties of its commits (``paimon.commit_properties``).
 
     The class registered is a subclass of ``PaimonDataSource`` whose
     ``branch_redirects`` holds the session's ``spark.paimon.branch.*`` entries now:
@@ -262,18 +263,27 @@ def register_data_source(spark: Any) -> None:
     with the message that names the key. Used by ``register(spark)`` and by lineage
     capture when it re-registers the source.
     """
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
     from .datasource import PaimonDataSource
     from .lineage_direct import session_info
 
     raw = session_entries(spark)
     lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
+    # the Airflow run (this driver's AIRFLOW_CTX_* environment) and the Spark app id,
+    # for every snapshot the source commits: its commit runs in a worker that has neither
+    properties = commit_properties(spark_app_id=spark_app_id(spark))
     cls = PaimonDataSource
-    if raw or lineage:
+    if raw or lineage or properties:
         cls = type(
             "PaimonDataSource",
             (PaimonDataSource,),
-            {"branch_redirects": dict(raw), "lineage_session": lineage,
-             "__module__": PaimonDataSource.__module__},
+            {
+                "branch_redirects": dict(raw),
+                "lineage_session": lineage,
+                "commit_properties": properties,
+                "__module__": PaimonDataSource.__module__,
+            },
         )
     spark.dataSource.register(cls)
     _log_published(spark, raw)

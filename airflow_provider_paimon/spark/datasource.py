@@ -29,6 +29,9 @@ class PaimonDataSource(DataSource):
     branch_redirects: dict[str, str] = {}  # noqa: RUF012 - read only
     #: the session's lineage job name and spool folder (``lineage_direct.session_info``)
     lineage_session: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: snapshot properties of every commit (the Airflow run and Spark app id, see
+    #: ``paimon.commit_properties``), taken on the driver when it was registered
+    commit_properties: dict[str, str] = {}  # noqa: RUF012 - read only
 
     @classmethod
     def name(cls) -> str:
@@ -73,7 +76,8 @@ class PaimonDataSource(DataSource):
         from .write_setup import plan_write
         from .writer import PaimonWriter
 
-        return PaimonWriter(plan_write(_batch_read_options_refused(self._options("writing"), "a write"), schema, overwrite))
+        opts = _batch_read_options_refused(self._options("writing"), "a write")
+        return PaimonWriter(plan_write(opts, schema, overwrite, snapshot_properties=self.commit_properties))
 
     def streamReader(self, schema: StructType) -> Any:  # noqa: N802 - Spark's name
         from . import streaming_reader  # written separately; imported only for streams
@@ -85,7 +89,9 @@ class PaimonDataSource(DataSource):
         from . import streaming_writer  # written separately; imported only for streams
 
         opts = _batch_read_options_refused(self._options("writing"), "a streaming write")
-        return streaming_writer.create_stream_writer(opts, schema, overwrite)
+        return streaming_writer.create_stream_writer(
+            opts, schema, overwrite, snapshot_properties=self.commit_properties
+        )
 
 
 def _batch_read_options_refused(opts: PaimonOptions, what: str) -> PaimonOptions:

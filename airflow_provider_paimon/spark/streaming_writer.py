@@ -210,8 +210,14 @@ def _describe(identity: dict[str, str]) -> str:
 # ------------------------------------------------------------------ setup (driver)
 
 
-def create_stream_writer(opts: PaimonOptions, schema: StructType, overwrite: bool) -> PaimonStreamWriter:
-    """Check the sink and the checkpoint before the first micro-batch runs."""
+def create_stream_writer(
+    opts: PaimonOptions, schema: StructType, overwrite: bool,
+    snapshot_properties: dict[str, str] | None = None,
+) -> PaimonStreamWriter:
+    """Check the sink and the checkpoint before the first micro-batch runs.
+
+    ``snapshot_properties`` go on every micro-batch's snapshot (``paimon.commit_properties``).
+    """
     from .write_setup import plan_write
 
     if overwrite:
@@ -223,7 +229,8 @@ def create_stream_writer(opts: PaimonOptions, schema: StructType, overwrite: boo
     sink_opts = dataclasses.replace(opts, table_options=table_options)
     if opts.overwrite_partition is not None:
         raise InvalidArgumentError("option 'overwrite-partition' is for batch writes only")
-    plan = plan_write(sink_opts, schema, overwrite=False)  # table, branch, schema checks
+    plan = plan_write(sink_opts, schema, overwrite=False,  # table, branch, schema checks
+                      snapshot_properties=snapshot_properties)
     # the stream's compaction options (target-file-size, ...): refused now, not after a commit
     CompactionOptions.from_mapping(table_options)
     location = (opts.raw.get("checkpointlocation") or "").strip()
@@ -300,7 +307,9 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         _fault("before-commit", batch_id)
         table_commit = table.new_stream_write_builder()._with_commit_user(self.commit_user).new_commit()
         try:
-            table_commit.commit(task_messages, batch_id)
+            table_commit.commit(
+                task_messages, batch_id, snapshot_properties=self.plan.snapshot_properties or None
+            )
         except BaseException:
             if find_batch_snapshot(table, self.commit_user, batch_id) is None:
                 _delete_files(table, self.commit_user, task_messages)
@@ -329,6 +338,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             batch_id=batch_id,
             pending=CompactPending(state) if state is not None else None,
             fault=_fault,
+            snapshot_properties=self.plan.snapshot_properties,  # the run, on COMPACT snapshots too
         )
 
     def _check_lineage_store(self, table: Any, task_messages: list[Any], batch_id: int) -> None:

@@ -36,8 +36,14 @@ from .types import (
 from .writer import WritePlan
 
 
-def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> WritePlan:
-    """Validate the write and return the plan the writer's tasks and commit share."""
+def plan_write(
+    opts: PaimonOptions, schema: StructType, overwrite: bool,
+    snapshot_properties: dict[str, str] | None = None,
+) -> WritePlan:
+    """Validate the write and return the plan the writer's tasks and commit share.
+
+    ``snapshot_properties`` go on the commit's snapshot (``paimon.commit_properties``).
+    """
     check_supported(schema)
     if opts.time_travel:
         raise InvalidArgumentError(
@@ -81,6 +87,7 @@ def plan_write(opts: PaimonOptions, schema: StructType, overwrite: bool) -> Writ
         commit_user=f"spark-{write_id}",
         base_snapshot_id=latest_snapshot_id(table),
         file_prefix=None if "data-file.prefix" in opts.table_options else f"data-{write_id[:13]}-",
+        snapshot_properties=dict(snapshot_properties or {}),
     )
 
 

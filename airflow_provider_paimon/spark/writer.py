@@ -91,6 +91,9 @@ class WritePlan:
     # Data files of this write start with this name (Paimon option data-file.prefix),
     # so a failed write can find files of tasks it never heard back from.
     file_prefix: str | None = None
+    # Snapshot properties of the commit: the Airflow run and Spark app behind it
+    # (``paimon.commit_properties``), captured on the driver; {} commits none.
+    snapshot_properties: dict[str, str] = field(default_factory=dict)
 
 
 class PaimonWriter(DataSourceArrowWriter):
@@ -165,7 +168,7 @@ class PaimonWriter(DataSourceArrowWriter):
             task_messages = merge_commit_messages(table, task_messages, self.plan.opts.raw)
         table_commit = self._write_builder(table).new_commit()
         try:
-            table_commit.commit(task_messages)
+            table_commit.commit(task_messages, snapshot_properties=self.plan.snapshot_properties or None)
         except BaseException:
             if self._committed_snapshot(table) is None:
                 _delete_files(table_commit, task_messages)

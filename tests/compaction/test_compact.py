@@ -292,3 +292,30 @@ def read_all_splits(table, splits):
     if not splits:
         return []
     return table.new_read_builder().new_read().to_arrow(splits)["id"].to_pylist()
+
+
+def test_compact_snapshot_carries_the_runs_properties(warehouse):
+    """The COMPACT snapshot names the Airflow run and Spark app it was given (and only them)."""
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties, run_of
+
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 4)
+    props = commit_properties(
+        {"AIRFLOW_CTX_DAG_ID": "nightly", "AIRFLOW_CTX_DAG_RUN_ID": "manual__1",
+         "AIRFLOW_CTX_TASK_ID": "compact", "AIRFLOW_CTX_TRY_NUMBER": "2"},
+        spark_app_id="local-123",
+    )
+    result = _compact(table, snapshot_properties=props)
+
+    snap = latest_snapshot(reload(warehouse))
+    assert result.committed and snap.commit_kind == "COMPACT"
+    assert snap.properties == {
+        "airflow.dag_id": "nightly", "airflow.run_id": "manual__1", "airflow.task_id": "compact",
+        "airflow.try_number": "2", "spark.app.id": "local-123",
+    }
+    run = run_of(snap.properties)
+    assert (run.dag_id, run.run_id, run.task_id, run.try_number) == ("nightly", "manual__1", "compact", 2)
+    # snapshot file on disk, as Paimon Java reads it
+    path = os.path.join(warehouse, "db.db", "t", "snapshot", f"snapshot-{snap.id}")
+    with open(path) as fh:
+        assert json.load(fh)["properties"]["airflow.run_id"] == "manual__1"

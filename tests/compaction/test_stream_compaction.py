@@ -259,3 +259,24 @@ def test_recover_deletes_a_killed_jobs_files_and_keeps_a_committed_ones(warehous
     assert recover(table, pending) == ["committed"]
     assert on_disk("data-compact-landed01-") == {f.file_name for f in new}
     assert len(_live(reload(warehouse))) == 4  # b's 3 files + the compacted one
+
+
+def test_compact_snapshots_name_the_streams_run(warehouse):
+    """The stream's own COMPACT snapshots carry the run's properties beside the attempt's prefix."""
+    table = make_table(warehouse, options=SMALL)
+    key = ("w", "t", "main", "runlink")
+    run = {"airflow.dag_id": "stream_dag", "airflow.run_id": "manual__1", "spark.app.id": "local-9"}
+    try:
+        for i in range(8):
+            append(table, batch(i * 40, 40))
+            compact_after_commit(table, stream_key=key, commit_user="u", batch_id=i,
+                                 snapshot_properties=run)
+        assert hook.stream_compaction(key).worker.wait_idle(30)
+        compacts = [s for s in reload(warehouse).snapshot_manager().list_snapshots()
+                    if s.commit_kind == "COMPACT"]
+        assert compacts
+        for snap in compacts:
+            assert {k: snap.properties[k] for k in run} == run
+            assert snap.properties[ATTEMPT_PROPERTY].startswith("data-")  # recovery still finds it
+    finally:
+        hook.forget(key)

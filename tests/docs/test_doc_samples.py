@@ -105,7 +105,7 @@ def test_lineage_capture_page(spark, warehouse, tmp_path):
         (frame.write.format("paimon").option("warehouse", warehouse).option("table", table)
          .option("create-table", "true").mode("append").save())
     store_path = tmp_path / "lineage.db"
-    block, seed_block = _python_blocks("lineage_capture.md")
+    block = _python_blocks("lineage_capture.md")[0]
     code = block.replace("file:///data/warehouse", Path(warehouse).as_uri()).replace(
         "sqlite:////tmp/lineage.db", f"sqlite:///{store_path}"
     )
@@ -156,7 +156,7 @@ def test_lineage_capture_page_seed_options(spark, warehouse, tmp_path):
         (frame.write.format("paimon").option("warehouse", warehouse).option("table", table)
          .option("create-table", "true").mode("append").save())
     store_path = tmp_path / "lineage.db"
-    _, block = _python_blocks("lineage_capture.md")
+    block = _python_blocks("lineage_capture.md")[1]
     code = block.replace("file:///data/warehouse", Path(warehouse).as_uri()).replace(
         "jdbc:sqlite:/tmp/lineage.db", f"jdbc:sqlite:{store_path}"
     )
@@ -173,3 +173,25 @@ def test_lineage_capture_page_seed_options(spark, warehouse, tmp_path):
         assert [(d.barrier_id, d.snapshot_id) for d in store.source_data_lineages()] == [(1, 1)]
         # the empty create-table write made no snapshot: the sample's write is the first
         assert [(d.barrier_id, d.snapshot_id) for d in store.sink_data_lineages()] == [(1, 1)]
+
+
+def test_lineage_capture_page_run_of_snapshot(warehouse, capsys):
+    """"Which Airflow run made this snapshot": the sample reads the run back."""
+    from pypaimon import CatalogFactory, Schema
+
+    from airflow_provider_paimon.paimon.commit_properties import airflow_env, commit_properties
+
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database("sales", True)
+    schema = pa.schema([("id", pa.int64())])
+    catalog.create_table("sales.orders", Schema.from_pyarrow_schema(schema), False)
+    builder = catalog.get_table("sales.orders").new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.table({"id": [1]}, schema=schema))
+    props = commit_properties(airflow_env("orders_daily", "scheduled__x", "load", 1), spark_app_id="local-1")
+    commit.commit(write.prepare_commit(), snapshot_properties=props)
+    write.close()
+    block = _python_blocks("lineage_capture.md")[2]
+    _run(block.replace("/data/wh", warehouse), "lineage_capture.md:2", {})
+    printed = capsys.readouterr().out
+    assert "dag_id='orders_daily'" in printed and "run_id='scheduled__x'" in printed

@@ -303,3 +303,27 @@ def test_concurrent_commit_is_refused_never_lost(warehouse, monkeypatch, point):
     result = ops.replace_main(t, "fix", backup_name="bk")
     assert rows(catalog) == new
     assert result["previous_main_snapshot_id"] == 5
+
+
+def test_new_main_snapshot_names_the_replacing_run_not_the_branch_writer(warehouse, monkeypatch):
+    """The branch's last snapshot was written by one run; main's new snapshot names the replacer."""
+    from airflow_provider_paimon.paimon.commit_properties import airflow_env
+
+    catalog, t, _old, _new = scenario(warehouse)
+    b = load_table(catalog, "db.t", "fix")
+    builder = b.new_batch_write_builder()
+    w, c = builder.new_write(), builder.new_commit()
+    w.write_arrow(pa.Table.from_pylist([{"id": 150, "v": "b"}], schema=pa.schema([("id", pa.int64()), ("v", pa.string())])))
+    c.commit(w.prepare_commit(), snapshot_properties={"airflow.dag_id": "writer", "spark.app.id": "app-w",
+                                                      "custom": "kept"})
+    for key, value in airflow_env("publish", "manual__9", "replace", try_number=1).items():
+        monkeypatch.setenv(key, value)
+
+    result = ops.replace_main(t, "fix")
+
+    doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", f"snapshot-{result['main_snapshot_id']}")))
+    props = doc["properties"]
+    assert props["airflow.dag_id"] == "publish" and props["airflow.run_id"] == "manual__9"
+    assert props["airflow.task_id"] == "replace" and props["airflow.try_number"] == "1"
+    assert "spark.app.id" not in props  # the writer's app did not make this snapshot
+    assert props["custom"] == "kept" and props["replace-main.branch"] == "fix"

@@ -85,8 +85,10 @@ def test_rollback_to_a_tag_whose_snapshot_expired(warehouse):
     assert meta_ids(table_dir(warehouse), None, "snapshot", "snapshot-") == ["2"]
 
 
-def test_rollback_as_latest_keeps_history(warehouse):
+def test_rollback_as_latest_keeps_history(warehouse, monkeypatch):
     catalog, t = history(warehouse, fork=True)
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "undo_bad_load")  # the run that rolls back
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_RUN_ID", "manual__3")
     before = states(catalog, warehouse)
     result = rollback(t, tag="t2", as_latest=True)
     assert result["snapshot_id"] == 6 and result["deleted_file_count"] == 0
@@ -97,6 +99,8 @@ def test_rollback_as_latest_keeps_history(warehouse):
             assert after[key] == rows_, key
     doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", "snapshot-6")))
     assert doc["commitKind"] == "OVERWRITE" and doc["properties"]["rollback.tag"] == "t2"
+    assert doc["properties"]["airflow.dag_id"] == "undo_bad_load"
+    assert doc["properties"]["airflow.run_id"] == "manual__3"
     write(load_table(catalog, "db.t"), [7])
     assert read_rows(load_table(catalog, "db.t")) == sorted(before[("main", "tag", "t2")] + [(7, "m7")])
     # on a branch: its own snapshot ids, shared manifest folder

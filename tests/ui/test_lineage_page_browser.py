@@ -79,4 +79,12 @@ def test_page_shows_graph_and_drill_down(server, browser):
     page.wait_for_selector("#impact")
     impact = page.locator("#impact").inner_text()
     assert "dw.orders$branch_fix" in impact and "mart.revenue" in impact
+
+    # a task's "Paimon lineage" extra link (operators/links.py) opens the drill-down
+    from airflow_provider_paimon.operators.links import lineage_page_url
+
+    page.goto(lineage_page_url("mart.revenue", 102, base_url=server))
+    page.wait_for_selector("#up-title")
+    assert "mart.revenue @ 102" in page.inner_text("#up-title")
+    assert "dw.orders" in page.locator("#drill-out table.list").first.inner_text()
     context.close()

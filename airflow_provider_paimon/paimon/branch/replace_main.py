@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import faults, fileops
+from ..commit_properties import RUN_KEYS, airflow_properties
 from ..errors import AlreadyExistsError, ConcurrentModificationError, InvalidArgumentError
 from ..names import validate_branch_name, validate_tag_name
 from ..snapshots import (
@@ -67,8 +68,15 @@ def replace_main(
     backup: bool = True,
     backup_name: str | None = None,
     backup_kind: str = "branch",
+    snapshot_properties: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Make main of ``table`` read as ``branch``; rerun after a crash to finish."""
+    """Make main of ``table`` read as ``branch``; rerun after a crash to finish.
+
+    ``snapshot_properties`` (the Airflow run and Spark app, ``paimon.commit_properties``)
+    go on the new main snapshot in place of the branch snapshot's: they name the run
+    that replaced main (the branch's own snapshot keeps naming the run that wrote it);
+    default: the Airflow run in this process's environment. Kept in the journal, so a resumed run writes those of the run that started.
+    """
     layout = TableLayout.of(table)
     validate_branch_name(branch)
     plan = resumable_plan(layout, OP, branch)
@@ -80,6 +88,8 @@ def replace_main(
             return done
         bkp = _validate_backup(layout, backup, backup_name, backup_kind)
         plan = make_plan(layout, branch, bkp)
+        if snapshot_properties is not None:
+            plan["run_properties"] = dict(snapshot_properties)
         write_journal(layout, journal_entry(branch, bkp, plan))
         faults.check("replace_main.journal")
     apply_plan(table, layout, branch, plan)
@@ -210,6 +220,8 @@ def make_plan(layout: TableLayout, branch: str, bkp: dict[str, str] | None) -> d
         "base_list": f"manifest-list-{op_id}-0",
         "delta_list": f"manifest-list-{op_id}-1",
         "backup": bkp,
+        # the Airflow run of this process (AIRFLOW_CTX_*), for the new main snapshot
+        "run_properties": airflow_properties(),
     }
 
 
@@ -335,7 +347,8 @@ def _new_snapshot(layout: TableLayout, branch: str, plan: dict[str, Any], sizes:
     doc = dict(b_doc)
     for key in ("changelogManifestList", "changelogManifestListSize", "changelogRecordCount"):
         doc.pop(key, None)
-    props = dict(doc.get("properties") or {})
+    props = {k: v for k, v in (doc.get("properties") or {}).items() if k not in RUN_KEYS}
+    props.update(plan.get("run_properties") or {})
     props.update(
         {
             "replace-main.branch": branch,

@@ -80,7 +80,8 @@ class StreamCompaction:
         self.jobs_committed = 0
         self.jobs_failed = 0
 
-    def after_commit(self, table: Any, batch_id: int = -1) -> Decision:
+    def after_commit(self, table: Any, batch_id: int = -1,
+                     properties: Mapping[str, str] | None = None) -> Decision:
         for result in self.worker.results():
             self.coordinator.release(result.job.bins)
             if result.committed:
@@ -96,7 +97,7 @@ class StreamCompaction:
             return Decision("nothing", small_files=self.coordinator.small_files)
         self.coordinator.reserve(bins)
         files = sum(b.file_count for b in bins)
-        if not self.worker.submit(CompactJob(table, bins, batch_id)):
+        if not self.worker.submit(CompactJob(table, bins, batch_id, dict(properties or {}))):
             self.coordinator.release(bins)
             return Decision("refused", len(bins), files, self.coordinator.small_files)
         return Decision("submitted", len(bins), files, self.coordinator.small_files)
@@ -122,12 +123,14 @@ def compact_after_commit(
     batch_id: int = -1,
     pending: PendingStore | None = None,
     fault: Fault | None = None,
+    snapshot_properties: Mapping[str, str] | None = None,
 ) -> Decision | None:
     """After a stream's commit to ``table``: update its coordinator, maybe start a rewrite.
 
     ``stream_key`` names the stream (warehouse, table, branch, commit user);
     ``options`` are the query's own options over the table's; ``pending`` is where
-    the worker records a job before writing (the sink's checkpoint). Never raises.
+    the worker records a job before writing (the sink's checkpoint);
+    ``snapshot_properties`` go on the COMPACT snapshot (the stream's run). Never raises.
     """
     try:
         if write_only(table, options):
@@ -143,7 +146,7 @@ def compact_after_commit(
                     _STREAMS.popitem(last=False)
         if stream is None:
             return Decision("not-compactable")
-        return stream.after_commit(table, batch_id)
+        return stream.after_commit(table, batch_id, snapshot_properties)
     except Exception as err:  # noqa: BLE001 - the commit has landed; never fail it
         log.warning(
             "paimon: the commit to %s succeeded, but scheduling its compaction failed (%s: %s); "

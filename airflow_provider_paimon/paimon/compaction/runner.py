@@ -98,6 +98,7 @@ def compact(
     commit_user: str | None = None,
     before_commit: Callable[[int], None] | None = None,
     run_options: Mapping[str, Any] | None = None,
+    snapshot_properties: Mapping[str, str] | None = None,
 ) -> CompactionResult:
     """Compact ``table`` (already loaded on its branch) and return what happened.
 
@@ -106,7 +107,8 @@ def compact(
     commit concurrently). ``run_options`` are the run's own table options
     (``write-only``, ``snapshot.*``) over the table's, for the expiry after the commit;
     bad values there or in the table are refused before anything is written, as the
-    writers refuse them.
+    writers refuse them. ``snapshot_properties`` go on the COMPACT snapshot (the Airflow
+    run and Spark app behind it, ``paimon.commit_properties``).
     """
     if max_retries < 0:
         raise InvalidArgumentError(f"max retries must not be negative, got {max_retries}")
@@ -147,7 +149,10 @@ def compact(
             if before_commit is not None:
                 before_commit(attempt)
             mark = time.monotonic()
-            snapshot = commit_compaction(table, changes, commit_user=commit_user)
+            snapshot = commit_compaction(
+                table, changes, commit_user=commit_user,
+                properties=dict(snapshot_properties) if snapshot_properties else None,
+            )
             result.extra["commit_s"] = round(time.monotonic() - mark, 3)
         except CompactionConflictError as err:
             _delete_attempt_files(table, plan.bins, prefix, keep=set())

@@ -83,6 +83,9 @@ class CompactJob:
     table: Any
     bins: list[CompactionBin]
     batch_id: int = -1
+    # snapshot properties of the stream's commit (the Airflow run and Spark app,
+    # ``paimon.commit_properties``): the COMPACT snapshot names the same run
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -214,7 +217,7 @@ class CompactWorker:
                 try:
                     snapshot = commit_compaction(
                         table, changes, commit_user=self.commit_user,
-                        properties={ATTEMPT_PROPERTY: prefix},
+                        properties={**job.properties, ATTEMPT_PROPERTY: prefix},
                         max_rename_attempts=RENAME_ATTEMPTS,
                     )
                     break

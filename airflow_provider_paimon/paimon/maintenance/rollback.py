@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import faults, fileops
 from ..branch._common import snapshot_not_found, tag_not_found
+from ..commit_properties import RUN_KEYS, airflow_properties
 from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..names import validate_tag_name
 from ..snapshots import (
@@ -158,7 +159,9 @@ def _as_latest(table: Any, layout: TableLayout, br: str | None, target: dict[str
     doc = {k: v for k, v in target.items() if k not in TAG_ONLY_FIELDS}
     for k in ("changelogManifestList", "changelogManifestListSize", "changelogRecordCount"):
         doc.pop(k, None)
-    props = dict(doc.get("properties") or {})
+    # the run that rolled back (AIRFLOW_CTX_*), not the one that wrote the target snapshot
+    props = {k: v for k, v in (doc.get("properties") or {}).items() if k not in RUN_KEYS}
+    props.update(airflow_properties())
     props["rollback.snapshot-id"] = str(target["id"])
     if tag is not None:
         props["rollback.tag"] = tag

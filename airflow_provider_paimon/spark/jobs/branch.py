@@ -84,6 +84,7 @@ def _table(args: argparse.Namespace) -> Any:
 def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
     def body() -> dict[str, Any]:
         from ...paimon import branch as ops
+        from ...paimon.commit_properties import commit_properties
 
         args = _parser(command).parse_args(argv)
         table = _table(args)
@@ -102,6 +103,8 @@ def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
                 backup=not args.no_backup,
                 backup_name=args.backup_name,
                 backup_kind=args.backup_kind,
+                # the Airflow run (AIRFLOW_CTX_* of this driver); no SparkContext here
+                snapshot_properties=commit_properties(),
             )
         else:
             result = {"branches": [b.to_dict() for b in ops.list_branches(table)]}

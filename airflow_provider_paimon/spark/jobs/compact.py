@@ -94,9 +94,12 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
 
     rewriter = SparkBinRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
                                 max_tasks=args.max_tasks)
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
     result = compact(
         table, options, rewriter=rewriter, partition_filter=partition_filter,
         dry_run=args.dry_run, max_retries=args.max_retries, run_options=overrides,
+        snapshot_properties=commit_properties(spark_app_id=spark_app_id(spark)),
     ).to_dict()
     result.update({"table": args.table, "branch": args.branch or "main"})
     if args.dry_run and result.get("plan"):

@@ -61,12 +61,16 @@ class ForeachBatchWriter:
         self.opts = write_options(**self._args)
 
     def __call__(self, df: Any, batch_id: int) -> None:
+        from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
         from ..streaming_writer import create_stream_writer, last_committed_snapshot
 
         # the branch as the query's session redirects it now (the sink's checkpoint
         # state refuses a branch other than the one its earlier batches committed to)
         opts = write_options(**self._args, spark=df.sparkSession)
-        sink = create_stream_writer(opts, df.schema, overwrite=False)
+        # the Airflow run (this driver's AIRFLOW_CTX_*) and the Spark app on each snapshot
+        properties = commit_properties(spark_app_id=spark_app_id(df.sparkSession))
+        sink = create_stream_writer(opts, df.schema, overwrite=False, snapshot_properties=properties)
         table = sink._task_writer()._table()
         batch_id = int(batch_id)
         spark = df.sparkSession

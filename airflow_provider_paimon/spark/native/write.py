@@ -115,10 +115,14 @@ def write_table(
     """
     overwrite = _overwrite(mode)
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
     from ..write_setup import plan_write
 
-    plan = plan_write(opts, df.schema, overwrite)
     spark = df.sparkSession
+    # the Airflow run (AIRFLOW_CTX_* of this driver) and the Spark app on the snapshot
+    plan = plan_write(opts, df.schema, overwrite,
+                      snapshot_properties=commit_properties(spark_app_id=spark_app_id(spark)))
     writer = PaimonWriter(plan)
     paimon_table = writer._table()
     task = write_files(spark, df, paimon_table, plan)
