@@ -89,6 +89,18 @@ def connection_defaults(warehouse: str | None, environ: Mapping[str, str] | None
     return {str(k).lower(): str(v) for k, v in doc.items() if str(k).lower() != "warehouse"}
 
 
+def connection_catalog_options(warehouse: str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``connection_defaults`` under pypaimon's own (mixed-case) names, for ``open_catalog``.
+
+    ``connection_defaults`` lower-cases its keys so they merge with Spark's lower-cased
+    data source options; a job that opens a catalog itself with them would pass
+    ``fs.s3.accesskeyid``, which pypaimon ignores (it looks keys up case-sensitively),
+    and fall back to the AWS default credentials: access denied on a private endpoint.
+    """
+    canonical = _canonical_keys()
+    return {canonical.get(k, k): v for k, v in connection_defaults(warehouse, environ).items()}
+
+
 def _canonical_keys() -> dict[str, str]:
     """pypaimon's mixed-case option names by their lower-case form.
 

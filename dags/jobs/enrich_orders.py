@@ -101,18 +101,18 @@ def build_parser() -> argparse.ArgumentParser:
 def latest_snapshot_id(warehouse: str, table: str, branch: str | None = None) -> int | None:
     """The table's latest snapshot id on ``branch`` (pypaimon metadata, no data read)."""
     from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-    from airflow_provider_paimon.spark.options import connection_defaults
+    from airflow_provider_paimon.spark.options import connection_catalog_options
 
-    snapshot = load_table(open_catalog(warehouse, connection_defaults(warehouse)), table, branch).snapshot_manager().get_latest_snapshot()
+    snapshot = load_table(open_catalog(warehouse, connection_catalog_options(warehouse)), table, branch).snapshot_manager().get_latest_snapshot()
     return snapshot.id if snapshot is not None else None
 
 
 def sink_snapshot_of(warehouse: str, table: str, branch: str | None) -> Any:
     """The snapshot the write just committed (the sink branch's latest)."""
     from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-    from airflow_provider_paimon.spark.options import connection_defaults
+    from airflow_provider_paimon.spark.options import connection_catalog_options
 
-    return load_table(open_catalog(warehouse, connection_defaults(warehouse)), table, branch).snapshot_manager().get_latest_snapshot()
+    return load_table(open_catalog(warehouse, connection_catalog_options(warehouse)), table, branch).snapshot_manager().get_latest_snapshot()
 
 
 def enrich(frame: Any, version: str) -> Any:
@@ -140,9 +140,9 @@ def checkpoint_started(checkpoint: str) -> bool:
 def empty_branch(warehouse: str, table: str, branch: str | None) -> int | None:
     """Commit an empty OVERWRITE to ``table``'s ``branch`` when it holds rows; the new snapshot id."""
     from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-    from airflow_provider_paimon.spark.options import connection_defaults
+    from airflow_provider_paimon.spark.options import connection_catalog_options
 
-    target = load_table(open_catalog(warehouse, connection_defaults(warehouse)), table, branch)
+    target = load_table(open_catalog(warehouse, connection_catalog_options(warehouse)), table, branch)
     latest = target.snapshot_manager().get_latest_snapshot()
     if latest is None or not latest.total_record_count:
         return None

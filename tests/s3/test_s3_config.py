@@ -11,6 +11,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.options import (
     CONNECTION_OPTIONS_ENV,
     CONNECTION_WAREHOUSE_ENV,
+    connection_catalog_options,
     connection_defaults,
     parse_options,
 )
@@ -53,6 +54,28 @@ def test_environment_defaults_apply_to_the_connection_warehouse_only():
     assert connection_defaults("s3://x", {}) == {}
     with pytest.raises(InvalidArgumentError, match="not valid JSON"):
         connection_defaults("s3://lake/wh", {CONNECTION_OPTIONS_ENV: "{nope"})
+
+
+def test_a_job_opening_its_own_catalog_with_the_connection_options_reaches_the_s3_table(s3_warehouse):
+    """What a job like dags/jobs/enrich_orders.py does with the environment a submit gives it:
+    the connection's S3 options, under pypaimon's case-sensitive names, open the table
+    (lower-cased ones were ignored by pypaimon: access denied from the loopback server)."""
+    import pyarrow as pa
+    from pypaimon import Schema
+
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    catalog = open_catalog(s3_warehouse.uri, s3_warehouse.options)
+    catalog.create_database("db", True)
+    catalog.create_table("db.t", Schema.from_pyarrow_schema(pa.schema([("id", pa.int64())])), False)
+    config = config_from_connection(s3_warehouse.uri, s3_warehouse.options["fs.s3.accessKeyId"],
+                                    s3_warehouse.options["fs.s3.accessKeySecret"],
+                                    {"endpoint": s3_warehouse.server.endpoint, "path-style-access": "true",
+                                     "region": s3_warehouse.options["fs.s3.region"]})
+    env = {CONNECTION_OPTIONS_ENV: json.dumps(config.options), CONNECTION_WAREHOUSE_ENV: config.warehouse}
+    options = connection_catalog_options(s3_warehouse.uri, env)
+    assert options == config.options  # the connection's own names, not lower-cased
+    assert load_table(open_catalog(s3_warehouse.uri, options), "db.t").table_path.endswith("db.db/t")
 
 
 def test_options_keep_pypaimons_mixed_case_names_and_explicit_ones_win(monkeypatch):
