@@ -63,6 +63,8 @@ def streamed_table(spark, tmp_path) -> str:
     )
     query = (
         stream.writeStream.format("paimon").option("warehouse", warehouse).option("table", "db.events")
+        # write-only: the maintenance DAG compacts this table (one snapshot per micro-batch before it)
+        .option("write-only", "true")
         .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
     )
     query.awaitTermination(300)
