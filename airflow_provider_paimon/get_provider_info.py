@@ -52,7 +52,7 @@ PAIMON_CONN_FIELDS: dict[str, Any] = {
 }
 
 
-_HOOKS = ["paimon", "spark_job", "lineage", "catchup"]
+_HOOKS = ["paimon", "spark_job", "local_job", "lineage", "catchup"]
 _OPERATORS = [
     "branch", "tag", "compaction", "maintenance", "lineage", "spark_submit", "preflight", "partition", "audit",
     "publish", "schema", "cascade",

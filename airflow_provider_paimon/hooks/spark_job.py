@@ -152,6 +152,32 @@ def airflow_context_env(context: Mapping[str, Any] | None) -> dict[str, str]:
     )
 
 
+def register_secrets(values: Mapping[str, Any]) -> None:
+    """Register every secret value with Airflow's log masker (task logs, UI)."""
+    from airflow.sdk.log import mask_secret
+
+    for value in secret_values({str(k): v for k, v in values.items()}):
+        mask_secret(value)
+
+
+def read_job_record(path: Path, log: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The (result, error) a job wrote to ``$PAIMON_RESULT_FILE``; (None, None) without one.
+
+    A missing file means the job died before reporting: the caller keeps what it took
+    from the output lines.
+    """
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as err:
+        log.warning("unreadable job result file %s: %s", path, err)
+        return None, None
+    result = record.get("result") if isinstance(record.get("result"), dict) else None
+    error = record.get("error") if isinstance(record.get("error"), str) else None
+    return result, error
+
+
 class PaimonJobError(AirflowException):
     """A Paimon Spark job failed; the message is the job's own ``PAIMON_ERROR`` text."""
 
@@ -230,7 +256,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
         self._secret_env = dict(secret_env or {})
         self._context_env = {str(k): str(v) for k, v in (context_env or {}).items()}
         for values in (self._secret_conf, self._secret_options, self._secret_env):
-            self._register_secrets(values)
+            register_secrets(values)
         self.application = application or launcher_path()
         self.require_result = require_result
         self.result: dict[str, Any] | None = None
@@ -251,13 +277,6 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 "need client mode (pass deploy_mode='client' or change the connection)"
             )
 
-    @staticmethod
-    def _register_secrets(values: Mapping[str, Any]) -> None:
-        """Register every secret value with Airflow's log masker (task logs, UI)."""
-        from airflow.sdk.log import mask_secret
-
-        for value in secret_values({str(k): v for k, v in values.items()}):
-            mask_secret(value)
 
     @property
     def secret_conf(self) -> dict[str, Any]:
@@ -344,17 +363,11 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     def read_result_file(self, path: Path) -> None:
         """Take the result or error from the job's result file (it wins over the lines)."""
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return  # the job died before reporting, or predates the file: keep the lines
-        except (OSError, ValueError) as err:
-            self.log.warning("unreadable job result file %s: %s", path, err)
-            return
-        if isinstance(record.get("result"), dict):
-            self.result = record["result"]
-        if isinstance(record.get("error"), str):
-            self.job_error = record["error"]
+        result, error = read_job_record(path, self.log)
+        if result is not None:
+            self.result = result
+        if error is not None:
+            self.job_error = error
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         super()._process_spark_submit_log(self._capture_job_lines(itr))

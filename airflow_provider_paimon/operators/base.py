@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.hooks.local_job import METADATA_FAMILIES, PaimonLocalJobHook
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_job import (
     PaimonSparkJobHook,
@@ -60,6 +61,11 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         ``driver_memory``, ``total_executor_cores``, ``packages``, ``verbose``...).
     :param spark_log_level: level of Spark's own driver logs in the task log (``WARN``;
         ``INFO``, ``ERROR``...; ``None`` keeps Spark's configuration), see ``spark/log_level.py``.
+    :param run_in: ``"spark"`` (default): the job goes through spark-submit on the ``spark``
+        connection. ``"worker"``: the job runs in a child of the Airflow worker's Python
+        (``hooks/local_job.py``), with no JVM start; only for the metadata-only families
+        (branch, tag, maintenance, publish), and only when the worker can reach the
+        warehouse's storage. ``spark_conn_id``, ``conf`` and ``spark_kwargs`` are unused then.
     """
 
     job_family: ClassVar[str] = ""
@@ -81,9 +87,11 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         spark_name: str | None = None,
         spark_kwargs: dict[str, Any] | None = None,
         spark_log_level: str | None = DEFAULT_LOG_LEVEL,
+        run_in: str = "spark",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.run_in = checked_run_in(run_in, self.job_family)
         self.spark_log_level = checked_log_level(spark_log_level)
         self.table = table
         self.warehouse = warehouse
@@ -93,7 +101,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         self.spark_name = spark_name
         self.spark_kwargs = dict(spark_kwargs or {})
         self.last_result: dict[str, Any] | None = None
-        self._job_hook: PaimonSparkJobHook | None = None
+        self._job_hook: PaimonSparkJobHook | PaimonLocalJobHook | None = None
 
     # -- what subclasses provide --
 
@@ -138,7 +146,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         ``spark`` connection is checked first: without it Airflow's hook would submit
         to ``yarn`` and fail late with a misleading message.
         """
-        missing = missing_spark_connection(self.spark_conn_id)
+        missing = missing_spark_connection(self.spark_conn_id) if self.run_in == "spark" else None
         if missing:
             self.fail(missing)
         try:
@@ -163,7 +171,15 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             return self.spark_name
         return f"{self.dag_id}.{self.task_id}"
 
-    def make_job_hook(self, context: Context) -> PaimonSparkJobHook:
+    def make_job_hook(self, context: Context) -> PaimonSparkJobHook | PaimonLocalJobHook:
+        if self.run_in == "worker":
+            return PaimonLocalJobHook(
+                self.job_family,
+                [*self.command_args()],
+                secret_options=self.paimon_hook.catalog_config.secret_options,
+                secret_env=self.job_secret_env() or None,
+                context_env=airflow_context_env(context),
+            )
         return PaimonSparkJobHook(
             self.job_family,
             self.command_args(),
@@ -251,6 +267,22 @@ def check_if_exists(value: str) -> str:
         return value
     if value not in IF_EXISTS:
         raise ValueError(f"if_exists must be one of {IF_EXISTS}, got {value!r}")
+    return value
+
+
+RUN_IN = ("spark", "worker")
+
+
+def checked_run_in(value: Any, family: str) -> str:
+    """``run_in`` checked when the DAG is parsed: an unknown place or a Spark job in the
+    worker is an error, never a silent spark-submit."""
+    if value not in RUN_IN:
+        raise ValueError(f"run_in must be one of {RUN_IN}, got {value!r}")
+    if value == "worker" and family not in METADATA_FAMILIES:
+        raise ValueError(
+            f"run_in='worker' is only for metadata-only jobs ({', '.join(sorted(METADATA_FAMILIES))}); "
+            f"the {family or 'this'} job needs Spark: use run_in='spark'"
+        )
     return value
 
 
