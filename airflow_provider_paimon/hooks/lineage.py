@@ -9,7 +9,7 @@ Connection layout (either form):
   ``mariadb``, ``postgresql``; ``sqlite`` with extra ``path``). Schema is the database
   the URL connects to, as in Airflow's MySQL and Postgres connections.
 
-Extra ``database`` names the lineage system database (the seed's ``jdbc.database``,
+Extra ``database`` names the lineage system database (the Paimon lineage proposal's ``jdbc.database``,
 default ``paimon``): a MySQL database or a PostgreSQL schema. The password is
 registered with Airflow's secret masker and is only ever logged inside a masked URL.
 """

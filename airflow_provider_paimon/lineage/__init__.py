@@ -1,4 +1,4 @@
-"""The lineage store: the seed's table and data lineage in SQL, its queries and CLI.
+"""The lineage store: the Paimon lineage proposal's table and data lineage in SQL, its queries and CLI.
 
 Imports neither Spark nor Airflow. Start with ``LineageStore.from_url(url)``; see
 docs/lineage.md for the schema, the API and the ``paimon-lineage`` command.

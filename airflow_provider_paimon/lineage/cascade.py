@@ -1,6 +1,6 @@
 """Cascade plan: which tables a bad snapshot spoiled, where each must restart, in what order.
 
-A data correction (seed 004) of one bad snapshot is not done when its own table is
+A data correction (the Paimon branch proposal) of one bad snapshot is not done when its own table is
 fixed: every table built from it, transitively, holds bad rows too. ``plan_cascade``
 reads the snapshot-level lineage and answers, per affected table: the last good
 snapshot to branch from, the bad snapshots, the jobs that wrote them (what to re-run

@@ -1,4 +1,4 @@
-"""``paimon-lineage``: the lineage store from a shell (the seed's actions and queries).
+"""``paimon-lineage``: the lineage store from a shell (the Paimon lineage proposal's actions and queries).
 
 Human-readable tables by default, ``--json`` for machines. Exit codes scripts can
 trust: 0 done (deleting a job without rows is done: it reports 0), 2 bad usage or

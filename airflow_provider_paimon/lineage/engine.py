@@ -6,7 +6,7 @@
 - MySQL/MariaDB: the system database (``paimon``) is a MySQL database, created with a
   binary utf8mb4 collation (names compare case-sensitively, as on the other backends).
 - PostgreSQL: the system database is a schema inside the URL's database (no CREATEDB
-  privilege needed), made the connection's ``search_path`` so the seed's unqualified
+  privilege needed), made the connection's ``search_path`` so the Paimon lineage proposal's unqualified
   SQL runs as written.
 - Read-only engines (``read_only=True``, for readers such as the UI) never create a
   file, change a journal mode or write: SQLite opens the file ``mode=rw`` (no create)

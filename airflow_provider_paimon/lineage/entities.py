@@ -1,4 +1,4 @@
-"""Table and data lineage records, as the seed's ``TableLineageEntity``/``DataLineageEntity``.
+"""Table and data lineage records, as the Paimon lineage proposal's ``TableLineageEntity``/``DataLineageEntity``.
 
 Validation happens here, before any database is touched, so a bad record is refused
 with a clear message and nothing is written. ``branch`` is our addition: a Paimon

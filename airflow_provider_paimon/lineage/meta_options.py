@@ -1,6 +1,6 @@
 """The lineage proposal's catalog options, turned into this package's lineage settings.
 
-The proposal (seed 001) turns lineage on with catalog options::
+The Paimon lineage proposal turns lineage on with catalog options::
 
     CREATE CATALOG c WITH ('table-lineage' = 'true', 'data-lineage' = 'true',
         'lineage-meta' = 'jdbc', 'jdbc.url' = 'jdbc:mysql://db:3306/x',

@@ -1,6 +1,6 @@
 """Lineage questions: upstream/downstream of a snapshot, the table graph, impact analysis.
 
-One hop is the seed's query: the sink row of (database, table, snapshot) gives the job
+One hop is the Paimon lineage proposal's query: the sink row of (database, table, snapshot) gives the job
 and barrier that produced it, and that barrier's source rows are the upstream
 snapshots (downstream: the other way round). Many hops are a breadth-first walk, one
 batched query per table and level, that expands every snapshot at most once, so a
@@ -180,7 +180,7 @@ def _hop_query(direction: Direction, onwards: bool) -> sa.Select:
     """One hop from some snapshots of one table, at most ``:lim`` rows (built once).
 
     Parameters: db, tbl, br, lim and either snap (``onwards``: every snapshot >= snap)
-    or snaps (a list: exactly those snapshots). The seed's one-hop join, batched.
+    or snaps (a list: exactly those snapshots). The Paimon lineage proposal's one-hop join, batched.
     """
     near_t, far_t = _sides(direction)
     near, far = near_t.alias("near"), far_t.alias("far")

@@ -1,6 +1,6 @@
 """Retry what is transient: deadlocks, lock timeouts, a busy SQLite file, lost connections.
 
-Many jobs write lineage at once (the seed's first requirement). Databases resolve
+Many jobs write lineage at once (the Paimon lineage proposal's first requirement). Databases resolve
 write conflicts by failing one side (MySQL deadlock 1213, PostgreSQL 40P01/40001,
 SQLite "database is locked"); that failure must not reach the job. Every store write
 is an idempotent upsert run in one transaction, so running it again is safe.

@@ -1,11 +1,11 @@
 """The store's tables (SQLAlchemy Core) and the migrations that create and evolve them.
 
-Version 1 is the seed's schema exactly: ``source_job_lineage``/``sink_job_lineage``
+Version 1 is the Paimon lineage proposal's schema exactly: ``source_job_lineage``/``sink_job_lineage``
 (job, database, table, create_time; key job+database+table),
 ``source_snapshot_lineage``/``sink_snapshot_lineage`` (job, barrier_id, database,
 table, snapshot_id, create_time; key job+barrier_id+database+table) and ``options``.
 Later versions only add (a ``branch`` column, lookup indexes, the barrier sequence),
-so the seed's SQL keeps running on the store. ``schema_version`` holds one row per
+so the Paimon lineage proposal's SQL keeps running on the store. ``schema_version`` holds one row per
 applied migration; a store whose version is newer than ``LATEST_VERSION`` is refused
 rather than written with an old idea of the schema.
 
@@ -74,7 +74,7 @@ def _options_table(md: sa.MetaData) -> sa.Table:
     )
 
 
-# The seed's schema as written (version 1). The benchmark's baseline uses it too.
+# The Paimon lineage proposal's schema as written (version 1). The benchmark's baseline uses it too.
 seed_metadata = sa.MetaData()
 for _name in JOB_TABLES:
     _job_table(seed_metadata, _name, with_branch=False)

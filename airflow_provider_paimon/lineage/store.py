@@ -1,7 +1,7 @@
-"""``LineageStore``: the seed's ``LineageMeta`` over a SQL database, in snake_case.
+"""``LineageStore``: the Paimon lineage proposal's ``LineageMeta`` over a SQL database, in snake_case.
 
 Each call is one short transaction that has committed when the call returns, so a
-record is visible to every reader at once (the seed's visibility requirement).
+record is visible to every reader at once (the Paimon lineage proposal's visibility requirement).
 Records are upserted: recording the same key again is not an error and leaves one
 row; ``snapshot_id`` and ``branch`` take the latest value, ``create_time`` keeps the
 first. Transient failures (deadlocks, a busy SQLite file, a dropped connection) are
@@ -83,7 +83,7 @@ class LineageStore:
         """Open (and on first use create) the store at ``url``.
 
         ``url``: SQLAlchemy URL, ``$PAIMON_LINEAGE_URL`` or a SQLite file in ``~/.paimon``
-        when ``None``. ``database``: the system database (the seed's ``jdbc.database``):
+        when ``None``. ``database``: the system database (the Paimon lineage proposal's ``jdbc.database``):
         a MySQL database or a PostgreSQL schema; SQLite ignores it. ``create=False``
         refuses to create or upgrade anything. ``read_only=True`` (readers such as the
         UI) implies ``create=False`` and also makes every connection refuse writes.
@@ -262,7 +262,7 @@ class LineageStore:
         return next_barrier_id(self, job)
 
     def set_options(self, values: Mapping[str, Any]) -> list[str]:
-        """Store catalog options (the seed's options table); return the keys stored.
+        """Store catalog options (the Paimon lineage proposal's options table); return the keys stored.
 
         Secret options (the package's secret policy: password, token, key, header.*,
         a URL with a password...) are not stored: the table is readable by everyone
@@ -319,7 +319,7 @@ class LineageStore:
         rows = self.run(f"read {table.name}", lambda c: c.execute(query).all())
         return [_data_entity(r) for r in rows]
 
-    # -- deleting (the seed's actions) ------------------------------------------------
+    # -- deleting (the Paimon lineage proposal's actions) ------------------------------------------------
 
     def _delete(self, tables: Sequence[sa.Table], job: str) -> int:
         check_name("job", job)
@@ -338,11 +338,11 @@ class LineageStore:
         return self._delete([schema.sink_job_lineage], job)
 
     def delete_table_lineage(self, job: str) -> int:
-        """Both of the above in one transaction (the seed's ``delete-table-lineage``)."""
+        """Both of the above in one transaction (the Paimon lineage proposal's ``delete-table-lineage``)."""
         return self._delete([schema.source_job_lineage, schema.sink_job_lineage], job)
 
     def delete_data_lineage(self, job: str) -> int:
-        """Delete ``job``'s source and sink data lineage (the seed's ``delete-data-lineage``).
+        """Delete ``job``'s source and sink data lineage (the Paimon lineage proposal's ``delete-data-lineage``).
 
         The job's barrier sequence is kept, so later batch runs never reuse an id.
         """

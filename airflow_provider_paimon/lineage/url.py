@@ -1,6 +1,6 @@
 """Lineage store URLs: which backends, default location, and masking the password.
 
-The store is addressed by a SQLAlchemy URL (the seed's ``jdbc.url``). Everything that
+The store is addressed by a SQLAlchemy URL (the Paimon lineage proposal's ``jdbc.url``). Everything that
 prints a URL (errors, logs, ``repr``, the CLI) goes through ``mask_url``; anything that
 prints a driver's message goes through ``scrub`` so a password echoed back by a driver
 is removed too.
@@ -21,7 +21,7 @@ from .errors import InvalidLineageArgumentError, UnsupportedBackendError
 
 #: Environment variable that names the store when no URL is given.
 ENV_URL = "PAIMON_LINEAGE_URL"
-#: Default system database name (the seed's ``jdbc.database``).
+#: Default system database name (the Paimon lineage proposal's ``jdbc.database``).
 DEFAULT_DATABASE = "paimon"
 MASK = secrets.MASK
 

@@ -227,7 +227,7 @@ class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
 
 
 class MergeBranchOperator(_LinksLineage):
-    """Fast-forward main to ``branch`` (the seed's merge-branch).
+    """Fast-forward main to ``branch`` (the Paimon branch proposal's merge-branch).
 
     Main takes the branch's snapshots, schemas and tags from the branch point on; main's
     own later snapshots, schemas and tags go. XCom: the job's result.

@@ -1,4 +1,4 @@
-"""The seed's lineage actions as operators: delete a job's table or data lineage.
+"""The Paimon lineage proposal's lineage actions as operators: delete a job's table or data lineage.
 
 Thin on purpose: the work is ``LineageStore.delete_table_lineage`` /
 ``delete_data_lineage``. Deleting a job that has no rows succeeds and returns 0 (the
@@ -51,7 +51,7 @@ class _DeleteLineageOperator(BaseOperator):
 
 
 class DeleteTableLineageOperator(_DeleteLineageOperator):
-    """Delete the table lineage (source and sink) created by ``job`` (seed: ``delete-table-lineage``)."""
+    """Delete the table lineage (source and sink) created by ``job`` (the lineage proposal's ``delete-table-lineage``)."""
 
     what = "table lineage"
 
@@ -60,7 +60,7 @@ class DeleteTableLineageOperator(_DeleteLineageOperator):
 
 
 class DeleteDataLineageOperator(_DeleteLineageOperator):
-    """Delete the data lineage (source and sink snapshots) created by ``job`` (seed: ``delete-data-lineage``)."""
+    """Delete the data lineage (source and sink snapshots) created by ``job`` (the lineage proposal's ``delete-data-lineage``)."""
 
     what = "data lineage"
 

@@ -1,4 +1,4 @@
-"""Has a job caught up with its sources? (seed 004: wait, then replace main).
+"""Has a job caught up with its sources? (the Paimon branch proposal: wait, then replace main).
 
 A job writing a table's branch has caught up when, for every source table it reads,
 the snapshot it has consumed is the source's latest, or at most ``max_lag_snapshots``

@@ -1,1 +1,1 @@
-"""Airflow sensors: ``SnapshotCatchUpSensor`` (seed 004: wait for a branch job to catch up)."""
+"""Airflow sensors: ``SnapshotCatchUpSensor`` (the Paimon branch proposal: wait for a branch job to catch up)."""

@@ -1,6 +1,6 @@
 """SnapshotCatchUpSensor: wait until a job writing a branch has caught up with its sources.
 
-Seed 004's correction workflow runs a corrected job into a branch while the old job
+The correction workflow of the Paimon branch proposal runs a corrected job into a branch while the old job
 keeps writing main, and may only replace main once the branch job has consumed what
 its sources hold. This sensor answers "caught up?" from the lineage store's data
 lineage (``job=``) or from a Paimon consumer file (``consumer_id=``); the work is in

@@ -1,6 +1,6 @@
 """Session-level branch redirects: ``spark.paimon.branch.<db>.<table>=<branch>``.
 
-Why: to re-run a job against a branch (data correction, seed 004) without touching its
+Why: to re-run a job against a branch (data correction, as in the Paimon branch proposal) without touching its
 code, the job's Spark conf names the branch per table, and every read and write of that
 table in the job goes there: the ``paimon`` data source (batch and streaming, read and
 write) and the native helpers (``read_table``, ``write_table``, ``register_views``,

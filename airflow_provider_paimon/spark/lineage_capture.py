@@ -1,4 +1,4 @@
-"""Lineage capture in a Spark job: the seed's lineage "listener", for the ``paimon`` source.
+"""Lineage capture in a Spark job: the Paimon lineage proposal's lineage "listener", for the ``paimon`` source.
 
 ``enable_lineage_capture(spark)`` (or ``register(spark)`` when the Spark conf asks for
 it, see ``lineage_config``) records, for the job (the Spark app name by default):

@@ -1,6 +1,6 @@
 """``paimon-lineage``: the lineage store's tables as a read-only PySpark data source.
 
-The seed wants its system tables queryable "just like a regular table" but never
+The Paimon lineage proposal wants its system tables queryable "just like a regular table" but never
 written by users; here ``spark.read.format("paimon-lineage")`` reads one table of the
 store (``source_job_lineage``, ``sink_job_lineage``, ``source_snapshot_lineage``,
 ``sink_snapshot_lineage`` or ``options``) and every write is refused with a message

@@ -79,7 +79,7 @@ _NO_FILE_LIMIT = 2**31 - 1
 class StreamScanEvent(commit_events.ScanEvent):
     """A micro-batch of a streaming read was committed: it consumed ``snapshot_id``.
 
-    ``snapshot_id`` is the last snapshot of the micro-batch's range (the seed's
+    ``snapshot_id`` is the last snapshot of the micro-batch's range (the Paimon lineage proposal's
     "source consumed snapshot"); ``next_snapshot`` the saved position. Spark does not
     tell a source the micro-batch id, so ``batch_id`` is ``None`` here; lineage
     capture pairs it through the query progress (its source ``endOffset`` holds the

@@ -1,7 +1,7 @@
 """Our custom OpenLineage run facet, ``PaimonBatchRunFacet`` (key ``paimon_batch``).
 
 No standard facet says "batch B consumed source snapshot X and produced sink snapshot
-Y", which is exactly the data lineage of Paimon's seed (barrier id = batch id). The
+Y", which is exactly the data lineage of the Paimon lineage proposal (barrier id = batch id). The
 facet carries it on each RUNNING event of a streaming query and on the COMPLETE event
 of a batch job. Its JSON schema ships inside the package
 (``airflow_provider_paimon/lineage/facets/PaimonBatchRunFacet.json``) and the facet's

@@ -1,4 +1,4 @@
-"""Fast-forward main to a branch (the seed's merge-branch), crash-safe.
+"""Fast-forward main to a branch (the Paimon branch proposal's merge-branch), crash-safe.
 
 The result on disk is Paimon Java's ``FileSystemBranchManager.fastForward``: with
 ``B`` the branch's earliest snapshot (its branch point) and ``sB`` that snapshot's

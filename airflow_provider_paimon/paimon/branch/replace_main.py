@@ -1,4 +1,4 @@
-"""Replace main with a branch (the seed's replace-main-branch), crash-safe.
+"""Replace main with a branch (the Paimon branch proposal's replace-main-branch), crash-safe.
 
 Afterwards main reads exactly as the branch did (rows and schema), and main's history
 is kept: the replacement is ONE new snapshot ``N = Lm + 1`` on main whose manifests are
