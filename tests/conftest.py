@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from markers import _marker_guard, add_markers  # noqa: F401  (the guard is an autouse fixture)
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 MYSQL_ROOT_URL = os.environ.get("PAIMON_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
@@ -197,3 +198,4 @@ def pytest_collection_modifyitems(config, items):
         return rank.get(rel, len(rank))
 
     items.sort(key=key)  # stable: the rest keep pytest's order
+    add_markers(items, root)
