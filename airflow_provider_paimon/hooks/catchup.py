@@ -94,7 +94,7 @@ class CatchUpHook(BaseHook):
 
     def check(self) -> CatchUpResult:
         spec = self.spec()
-        store = None
+        store: StoreProgress | NoLineageYet | None = None
         if spec.job:
             try:
                 store = self._lineage_progress()
@@ -124,7 +124,7 @@ class CatchUpHook(BaseHook):
         if self.lineage_conn_id:
             hook = PaimonLineageHook(self.lineage_conn_id)
             url, database = hook.get_url(), database or hook.get_database()
-        kwargs = {"database": database} if database else {}
+        kwargs: dict[str, Any] = {"database": database} if database else {}
         # create=False: a sensor must never create (or upgrade) a store; a missing one
         # is a permanent error that names 'paimon-lineage init'.
         # Few in-call retries: the next poke is the retry.

@@ -203,7 +203,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             self.last_result = done
             return done
         self._job_hook = self.make_job_hook(context)
-        result = self._job_hook.run()
+        result = self._job_hook.run() or {}  # our jobs always report (require_result)
         self.last_result = result
         self.report(result)
         return result

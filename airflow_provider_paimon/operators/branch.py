@@ -192,8 +192,8 @@ class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
             from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
 
             hook = PaimonLineageHook(str(self.lineage_conn_id).strip())
-            url = hook.get_url()  # registers the password for masking
-            return url.render_as_string(hide_password=False), database or hook.get_database()
+            store_url = hook.get_url()  # registers the password for masking
+            return store_url.render_as_string(hide_password=False), database or hook.get_database()
         url = optional_str(self.lineage_url)
         if url is None:
             return None, None

@@ -148,15 +148,16 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
         self.lineage_database = lineage_database
 
     def _store(self) -> Any:
-        if (self.lineage_conn_id or "").strip():
+        conn_id = (self.lineage_conn_id or "").strip()
+        if conn_id:
             from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
 
-            return PaimonLineageHook(self.lineage_conn_id.strip()).get_store(read_only=True)
+            return PaimonLineageHook(conn_id).get_store(read_only=True)
         from airflow_provider_paimon.lineage import LineageStore
 
         database = (self.lineage_database or "").strip()
-        extra = {"database": database} if database else {}
-        return LineageStore.from_url(self.lineage_url.strip(), read_only=True, **extra)
+        extra: dict[str, Any] = {"database": database} if database else {}
+        return LineageStore.from_url((self.lineage_url or "").strip(), read_only=True, **extra)
 
     def build_plan(self) -> dict[str, Any]:
         """The plan as plain JSON types; raises ``AirflowFailException`` on anything wrong."""
@@ -386,7 +387,7 @@ entry=plan.output)
                 wait = SnapshotCatchUpSensor(
                     task_id=f"wait_{_task_suffix(name)}", table=db_table, branch=correction,
                     job=(kwargs.get("lineage_job") or job.application_name()), poke_interval=5, timeout=3600, mode="reschedule",
-                    **{k: v for k, v in {**lineage, **where}.items() if v},
+                    **{k: v for k, v in {**lineage, **where}.items() if v},  # type: ignore[arg-type]  # str-valued keyword arguments
                 )
                 job >> wait
                 previous = wait

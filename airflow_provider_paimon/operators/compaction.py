@@ -168,7 +168,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         self.partitions = partitions
         self.where = where
         self.options = options
-        self.dry_run = dry_run
+        self.dry_run = dry_run  # type: ignore[method-assign,assignment]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
         self.max_retries = max_retries
 
     def job_args(self) -> list[str]:

@@ -130,7 +130,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         self.branch_redirects = branch_redirects if isinstance(branch_redirects, str) else dict(branch_redirects or {})
         if not is_templated(self.branch_redirects):
             try:
-                redirect_conf(self.branch_redirects)
+                redirect_conf(self.branch_redirects)  # type: ignore[arg-type]  # a dict when not a template
             except InvalidArgumentError as err:
                 raise ValueError(str(err)) from None
         self.spark_conn_id = spark_conn_id
@@ -144,12 +144,13 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     def lineage_store_url(self) -> tuple[str | None, str | None]:
         """(URL with its password, database) of the store to record into; (None, None): no capture."""
         database = (self.lineage_database or "").strip() or None
-        if (self.lineage_conn_id or "").strip():
+        conn_id = (self.lineage_conn_id or "").strip()
+        if conn_id:
             from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
 
-            hook = PaimonLineageHook(self.lineage_conn_id.strip())
-            url = hook.get_url()  # registers the password for masking
-            return url.render_as_string(hide_password=False), database or hook.get_database()
+            hook = PaimonLineageHook(conn_id)
+            store_url = hook.get_url()  # registers the password for masking
+            return store_url.render_as_string(hide_password=False), database or hook.get_database()
         url = (self.lineage_url or "").strip()
         if not url:
             return None, None
@@ -175,7 +176,8 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             if database:
                 added[LINEAGE_DATABASE] = database
         try:
-            redirects = redirect_conf(self.branch_redirects)
+            # rendered by now: a dict, or a string redirect_conf refuses with a clear message
+            redirects = redirect_conf(self.branch_redirects)  # type: ignore[arg-type]
             conf = merge_redirects({**added, **self.conf}, redirects)
         except InvalidArgumentError as err:
             raise AirflowFailException(f"{err}; nothing was submitted") from None
@@ -188,11 +190,12 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         url, database = self.lineage_store_url()
         secret_env = {LINEAGE_URL_ENV: url} if url else {}
         catalog_options: dict[str, str] = {}
-        if (self.paimon_conn_id or "").strip():
+        paimon_conn_id = (self.paimon_conn_id or "").strip()
+        if paimon_conn_id:
             from airflow_provider_paimon.hooks.paimon import PaimonHook
             from airflow_provider_paimon.spark.options import CONNECTION_WAREHOUSE_ENV
 
-            config = PaimonHook(self.paimon_conn_id.strip()).catalog_config  # masks its secrets
+            config = PaimonHook(paimon_conn_id).catalog_config  # masks its secrets
             secret_env[CONNECTION_WAREHOUSE_ENV] = config.warehouse
             catalog_options = dict(config.options)  # all of them: the env, not argv
         return PaimonSparkJobHook(

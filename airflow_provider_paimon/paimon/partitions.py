@@ -183,7 +183,7 @@ class _Bad(ValueError):
 def _type_root(type_text: str) -> tuple[str, list[int]]:
     """``"DECIMAL(10, 2) NOT NULL"`` -> ``("DECIMAL", [10, 2])``."""
     text = str(type_text).strip().upper()
-    head = re.match(r"[A-Z_]*", text).group(0)  # type: ignore[union-attr] - always matches
+    head = re.match(r"[A-Z_]*", text).group(0)  # type: ignore[union-attr]  # always matches
     params = re.search(r"\(([^)]*)\)", text)
     numbers = [int(p) for p in (params.group(1) if params else "").replace(" ", "").split(",") if p.isdigit()]
     if head == "TIMESTAMP" and "LOCAL TIME ZONE" in text:

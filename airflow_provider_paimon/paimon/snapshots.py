@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fileops
+from .errors import ConcurrentModificationError
 from .names import is_main
 
 SNAPSHOT_RE = re.compile(r"^snapshot-(\d+)$")
@@ -175,6 +176,22 @@ def _read_json(layout: TableLayout, path: str) -> dict[str, Any] | None:
 def read_snapshot(layout: TableLayout, branch: str | None, snapshot_id: int) -> dict[str, Any] | None:
     """Snapshot ``snapshot_id`` of ``branch`` as its JSON document, ``None`` if absent."""
     return _read_json(layout, layout.snapshot_path(branch, snapshot_id))
+
+
+def require_snapshot(layout: TableLayout, branch: str | None, snapshot_id: int | None) -> dict[str, Any]:
+    """Snapshot ``snapshot_id`` of ``branch``, which an operation planned on and needs.
+
+    Missing means it was expired (or the branch deleted) while the operation ran: a
+    concurrent change, which the operation's journal lets a rerun handle.
+    """
+    doc = None if snapshot_id is None else read_snapshot(layout, branch, snapshot_id)
+    if doc is None:
+        where = "main" if branch is None else f"branch {branch!r}"
+        raise ConcurrentModificationError(
+            f"snapshot {snapshot_id} of {where} is gone (expired or deleted while this "
+            "operation ran); rerun it"
+        )
+    return doc
 
 
 def read_schema(layout: TableLayout, branch: str | None, schema_id: int) -> dict[str, Any] | None:

@@ -211,8 +211,9 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
         """Turn the trigger's event into the task's outcome (success/error/timeout)."""
-        status = (event or {}).get("status")
-        message = (event or {}).get("message") or "no details"
+        event = event or {}
+        status = event.get("status")
+        message = event.get("message") or "no details"
         if status == "success":
             self.log.info("caught up: %s", event.get("result"))
             return event.get("result")

@@ -160,16 +160,15 @@ class FastAppendWriter:
         ):
             self._flush_buffer()
             self._finish_file()
-        if self._file is None:
-            self._open_file()
+        current = self._file if self._file is not None else self._open_file()
         self._buffer.append(batch)
         self._buffer_rows += batch.num_rows
-        self._file["rows"] += batch.num_rows
-        self._file["bytes"] += batch.nbytes
+        current["rows"] += batch.num_rows
+        current["bytes"] += batch.nbytes
         if self._buffer_rows >= ROW_GROUP_ROWS:
             self._flush_buffer()
 
-    def _open_file(self) -> None:
+    def _open_file(self) -> dict[str, Any]:
         from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
         name = f"{self.prefix}{uuid.uuid4()}-0.{self._format}"
@@ -189,6 +188,7 @@ class FastAppendWriter:
             "rows": 0,
             "bytes": 0,
         }
+        return self._file
 
     def _flush_buffer(self) -> None:
         """Hand the buffered rows to the encoding thread as one row group."""
@@ -198,6 +198,7 @@ class FastAppendWriter:
         self._buffer = []
         self._buffer_rows = 0
         self._wait()
+        assert self._file is not None, "rows are buffered only while a file is open"
         writer = self._file["writer"]
         self._pending = self._pool.submit(writer.write_table, table, row_group_size=ROW_GROUP_ROWS)
 
@@ -209,6 +210,7 @@ class FastAppendWriter:
     def _finish_file(self) -> None:
         self._wait()
         current, self._file = self._file, None
+        assert current is not None, "_finish_file needs an open file"
         current["writer"].close()
         current["stream"].close()
         self._done.append(self._file_meta(current))

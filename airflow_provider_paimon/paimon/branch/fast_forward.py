@@ -42,6 +42,7 @@ from ..snapshots import (
     earliest_snapshot_id,
     latest_snapshot_id,
     read_snapshot,
+    require_snapshot,
     read_tag,
     schema_ids,
     snapshot_ids,
@@ -91,8 +92,10 @@ def make_plan(layout: TableLayout, branch: str) -> dict[str, Any]:
         )
     lb = latest_snapshot_id(layout, branch)
     earliest = earliest_snapshot_id(layout, branch)
+    if lb is None or earliest is None:
+        raise ConcurrentModificationError(f"branch {branch!r} lost its snapshots while planning; rerun")
     copy_ids = [i for i in b_ids if earliest <= i <= lb]
-    start = read_snapshot(layout, branch, earliest)
+    start = require_snapshot(layout, branch, earliest)
     s_b = int(start["schemaId"])
     lm = latest_snapshot_id(layout, None)
     main_latest = read_snapshot(layout, None, lm) if lm is not None else None

@@ -43,6 +43,7 @@ from ..snapshots import (
     latest_snapshot_id,
     read_schema,
     read_snapshot,
+    require_snapshot,
     read_tag,
     schema_ids,
     snapshot_ids,
@@ -273,7 +274,7 @@ def _backup(layout: TableLayout, plan: dict[str, Any]) -> None:
             files = plan_branch_files(layout, tag=None, snapshot_id=plan["Lm"], source=None)
             publish_branch(layout, bkp["name"], files)
     else:
-        doc = read_snapshot(layout, None, plan["Lm"])
+        doc = require_snapshot(layout, None, plan["Lm"])
         fileops.create_new(io, layout.tag_path(None, bkp["name"]), to_json(doc))
 
 
@@ -281,7 +282,7 @@ def _write_manifest_lists(table: Any, layout: TableLayout, branch: str, plan: di
     """Base list = the branch's whole file list, delta list = empty (hidden until the switch)."""
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-    b_doc = read_snapshot(layout, branch, plan["Lb"])
+    b_doc = require_snapshot(layout, branch, plan["Lb"])
     manager = ManifestListManager(table)
     metas = manager.read(b_doc["baseManifestList"], b_doc.get("baseManifestListSize"))
     metas += manager.read(b_doc["deltaManifestList"], b_doc.get("deltaManifestListSize"))
@@ -301,6 +302,8 @@ def _write_schemas(layout: TableLayout, branch: str, plan: dict[str, Any]) -> No
         if fileops.read_text(io, dst) is None:
             top = max(schema_ids(layout, branch))
             doc = read_schema(layout, branch, top)
+            if doc is None:
+                raise ConcurrentModificationError(f"schema {top} of branch {branch!r} is gone; rerun")
             doc["id"] = plan["extra_schema"]
             doc["timeMillis"] = plan["time_millis"]
             fileops.write_atomic(io, dst, to_json(doc))
@@ -340,7 +343,7 @@ def rollback(layout: TableLayout, plan: dict[str, Any]) -> None:
 
 
 def _new_snapshot(layout: TableLayout, branch: str, plan: dict[str, Any], sizes: tuple[int, int]) -> dict[str, Any]:
-    b_doc = read_snapshot(layout, branch, plan["Lb"])
+    b_doc = require_snapshot(layout, branch, plan["Lb"])
     m_total = 0
     if plan["Lm"] is not None:
         m_total = int((read_snapshot(layout, None, plan["Lm"]) or {}).get("totalRecordCount") or 0)

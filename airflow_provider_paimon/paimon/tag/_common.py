@@ -16,7 +16,7 @@ def resolve_branch(layout: TableLayout, branch: str | None, table: Any = None) -
     """
     if branch is None and table is not None:
         branch = table_branch(table)
-    if is_main(branch):
+    if branch is None or is_main(branch):
         return None
     validate_branch_name(branch)
     require_branch(layout, branch)
