@@ -4,7 +4,7 @@ A real ``airflow api-server`` (temporary AIRFLOW_HOME, as the UI tests start it)
 the page over a SQLite lineage store of ``--rows`` lineage rows, in each shape of
 ``tests/ui/big_stores.page_store``:
 
-* ``snapshots``: 100 jobs, 110 tables, ``rows`` snapshot-level rows;
+* ``snapshots``: 100 jobs, 120 tables, ``rows`` snapshot-level rows;
 * ``tables``: ``rows`` table-level rows (50,000 jobs, 55,000 tables).
 
 Measured: from the start of navigation (``performance.timeOrigin``) to the first frame

@@ -165,6 +165,10 @@ def test_find_asks_the_server_when_the_graph_is_partial(server, browser):
     context, page = _logged_in_page(server, browser, "/paimon-lineage/?jobs=3")
     assert "partial" in page.inner_text("#summary")
     assert page.locator('g.node[data-id="j:load_150"]').count() == 0
+    page.fill("#find-text", "no_such_thing")
+    page.click("#find button")
+    page.wait_for_function("document.getElementById('find-msg').textContent.startsWith('no job or table')")
+    assert "partial" in page.inner_text("#summary") and page.locator("g.node").count() > 0  # graph kept
     page.fill("#find-text", "load_150")
     page.click("#find button")
     page.locator('g.node.found[data-id="j:load_150"]').wait_for()
