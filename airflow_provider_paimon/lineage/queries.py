@@ -470,6 +470,21 @@ def impact(
     return ImpactReport(start, nodes, tables, result.truncated, result.reason)
 
 
+def _like_pattern(text: str) -> str:
+    """``%text%`` for a case-insensitive LIKE, with ``\\``, ``%`` and ``_`` matched literally."""
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _edge_conds(t: sa.Table, conds: dict[str, str], contains: str | None) -> list:
+    where = [t.c[k] == v for k, v in conds.items()]
+    if contains is not None:
+        pattern = _like_pattern(contains)
+        where.append(sa.or_(sa.func.lower(t.c.job).like(pattern, escape="\\"),
+                            sa.func.lower(t.c.database + "." + t.c["table"]).like(pattern, escape="\\")))
+    return where
+
+
 def table_graph(
     store: LineageStore,
     *,
@@ -477,32 +492,175 @@ def table_graph(
     database: str | None = None,
     table: str | None = None,
     budget: Budget | None = None,
+    contains: str | None = None,
+    max_jobs: int | None = None,
 ) -> TableGraph:
     """The table-level graph, optionally narrowed to one job, database or table.
 
-    At most ``budget.max_rows`` edges within ``budget.timeout_s``; more is ``truncated``.
+    ``contains`` keeps the edges whose job or ``database.table`` contains that text
+    (case-insensitive; the page's search). ``max_jobs`` keeps the edges of the first
+    that many jobs by name (a page cannot draw 50,000 jobs; a whole job's edges are
+    kept, so its reads and writes stay together); more jobs is ``truncated``. At most
+    ``budget.max_rows`` edges within ``budget.timeout_s``; more is ``truncated``.
     """
     conds = {k: check_name(k, v) for k, v in (("job", job), ("database", database), ("table", table)) if v is not None}
+    if contains is not None:
+        contains = check_name("search text", contains)
+    if max_jobs is not None and (isinstance(max_jobs, bool) or not isinstance(max_jobs, int)
+                                 or not 1 <= max_jobs <= MAX_ROWS):
+        raise InvalidLineageArgumentError(f"max_jobs must be an integer from 1 to {MAX_ROWS}, got {max_jobs!r}")
     budget = budget or Budget()
     began = time.monotonic()
+    sides = (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage))
+
+    def first_jobs(conn: sa.Connection) -> tuple[list[str] | None, bool]:
+        if max_jobs is None:
+            return None, False
+        names = sa.union(*(sa.select(t.c.job).where(*_edge_conds(t, conds, contains)) for _, t in sides)).subquery()
+        stmt = sa.select(names.c.job).order_by(names.c.job).limit(max_jobs + 1)
+        jobs = [r[0] for r in _fetch(conn, stmt, {}, began + budget.timeout_s)]
+        return jobs[:max_jobs], len(jobs) > max_jobs
 
     def query(conn: sa.Connection) -> tuple[list[TableEdge], bool]:
         edges: list[TableEdge] = []
         try:
-            for kind, t in (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage)):
-                room = budget.max_rows - len(edges)
-                stmt = (sa.select(t.c.job, t.c.database, t.c["table"], t.c.branch)
-                        .where(*(t.c[k] == v for k, v in conds.items())).limit(room + 1))
-                rows = _fetch(conn, stmt, {}, began + budget.timeout_s)
-                edges.extend(TableEdge(j, db, tbl, br, kind) for j, db, tbl, br in rows[:room])
-                if len(rows) > room:
-                    return edges, True
+            jobs, more_jobs = first_jobs(conn)
+            for kind, t in sides:
+                where = _edge_conds(t, conds, contains)
+                groups = [None] if jobs is None else [jobs[i:i + _BATCH] for i in range(0, len(jobs), _BATCH)]
+                for group in groups:
+                    room = budget.max_rows - len(edges)
+                    stmt = (sa.select(t.c.job, t.c.database, t.c["table"], t.c.branch)
+                            .where(*where, *([] if group is None else [t.c.job.in_(group)])).limit(room + 1))
+                    rows = _fetch(conn, stmt, {}, began + budget.timeout_s)
+                    edges.extend(TableEdge(j, db, tbl, br, kind) for j, db, tbl, br in rows[:room])
+                    if len(rows) > room:
+                        return edges, True
         except _OutOfTime:
             return edges, True
-        return edges, False
+        return edges, more_jobs
 
     edges, truncated = store.run("table graph", query)
     return TableGraph(sorted(edges, key=lambda e: (e.job, e.kind != "source", e.database, e.table)), truncated)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One snapshot of a table: the barriers that wrote it and the jobs that read it.
+
+    ``writers``/``readers`` are ``{"job", "barrier_id"}`` / ``{"job", "barriers"}`` (how
+    many of that job's barriers read it), at most ``HISTORY_DETAIL_ROWS`` of each per page.
+    """
+
+    snapshot_id: int | str
+    create_time: str | None
+    writers: list[dict]
+    readers: list[dict]
+
+
+@dataclass(frozen=True)
+class SnapshotHistory:
+    """A page of a table's snapshots, newest first; ``next_before`` asks for the next page."""
+
+    database: str
+    table: str
+    branch: str
+    snapshots: list[HistoryEntry]
+    next_before: int | None
+    truncated: bool = False
+    truncated_reason: str | None = None
+
+
+MAX_HISTORY_PAGE = 500
+#: Writer/reader rows read per history page (a hub snapshot read by a million barriers).
+HISTORY_DETAIL_ROWS = 10_000
+
+
+def table_history(
+    store: LineageStore,
+    database: str,
+    table: str,
+    *,
+    branch: str | None = None,
+    before: int | None = None,
+    limit: int = 50,
+    budget: Budget | None = None,
+    job_filter: JobFilter | None = None,
+) -> SnapshotHistory:
+    """The snapshots of one table the store knows (written or read by a recorded job), newest first.
+
+    A page holds the ``limit`` newest snapshot ids below ``before`` (None: the newest),
+    each with the barriers that wrote it and the jobs that read it (counted per job,
+    so a snapshot read by a million barriers is one row per job). Bounded: at most
+    ``limit`` (<= ``MAX_HISTORY_PAGE``) ids, ``HISTORY_DETAIL_ROWS`` writer and reader
+    rows (beyond: ``truncated``) and ``budget.timeout_s``. ``job_filter`` hides jobs:
+    their rows are left out and a snapshot only they touched is not listed (so a page
+    may hold fewer than ``limit`` snapshots; ``next_before`` still pages on).
+    """
+    start = _start(database, table, 1, branch)
+    if before is not None:
+        check_id("before", before, 1)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_HISTORY_PAGE:
+        raise InvalidLineageArgumentError(f"limit must be an integer from 1 to {MAX_HISTORY_PAGE}, got {limit!r}")
+    budget = budget or Budget()
+    deadline = time.monotonic() + budget.timeout_s
+    src, snk = schema.source_snapshot_lineage, schema.sink_snapshot_lineage
+
+    def of_table(t: sa.Table) -> list:
+        where = [t.c.database == start.database, t.c["table"] == start.table, t.c.branch == start.branch]
+        return where + ([] if before is None else [t.c.snapshot_id < before])
+
+    def query(conn: sa.Connection) -> tuple[list[HistoryEntry], int | None, str | None]:
+        try:
+            ids: set = set()
+            for t in (snk, src):
+                stmt = (sa.select(t.c.snapshot_id).where(*of_table(t)).distinct()
+                        .order_by(t.c.snapshot_id.desc()).limit(limit + 1))
+                ids.update(_stored_id(r[0]) for r in _fetch(conn, stmt, {}, deadline))
+            page = sorted(ids, key=_id_order, reverse=True)
+            more = len(page) > limit
+            page = page[:limit]
+            if not page:
+                return [], None, None
+            raw_ids = [i for i in page if isinstance(i, int)]
+            w_stmt = (sa.select(snk.c.snapshot_id, snk.c.job, snk.c.barrier_id, snk.c.create_time)
+                      .where(*of_table(snk), snk.c.snapshot_id.in_(page)).limit(HISTORY_DETAIL_ROWS + 1))
+            r_stmt = (sa.select(src.c.snapshot_id, src.c.job, sa.func.count())
+                      .where(*of_table(src), src.c.snapshot_id.in_(page))
+                      .group_by(src.c.snapshot_id, src.c.job).limit(HISTORY_DETAIL_ROWS + 1))
+            writes = _fetch(conn, w_stmt, {}, deadline)
+            reads = _fetch(conn, r_stmt, {}, deadline)
+        except _OutOfTime:
+            return [], None, "time"
+        cut = "rows" if len(writes) > HISTORY_DETAIL_ROWS or len(reads) > HISTORY_DETAIL_ROWS else None
+        entries: dict = {i: HistoryEntry(i, None, [], []) for i in page}
+        times: dict = {}
+        for snap, job, barrier, created in writes[:HISTORY_DETAIL_ROWS]:
+            if job_filter is None or job_filter(job):
+                sid = _stored_id(snap)
+                entries[sid].writers.append({"job": job, "barrier_id": _stored_id(barrier)})
+                times[sid] = min(times.get(sid, str(created)), str(created))
+        for snap, job, count in reads[:HISTORY_DETAIL_ROWS]:
+            if job_filter is None or job_filter(job):
+                entries[_stored_id(snap)].readers.append({"job": job, "barriers": int(count)})
+        listed = []
+        for sid in page:
+            e = entries[sid]
+            if e.writers or e.readers:
+                e.writers.sort(key=lambda w: (w["job"], _id_order(w["barrier_id"])))
+                e.readers.sort(key=lambda r: r["job"])
+                listed.append(HistoryEntry(sid, times.get(sid), e.writers, e.readers))
+        next_before = min(raw_ids) if more and raw_ids else None
+        return listed, next_before, cut
+
+    entries, next_before, cut = store.run("table history", query)
+    reason = None
+    if cut == "time":
+        reason = f"stopped after {budget.timeout_s:g} s (the time budget); ask for a smaller page (limit)"
+    elif cut == "rows":
+        reason = (f"more than {HISTORY_DETAIL_ROWS} writer or reader rows on this page; "
+                  "ask for a smaller page (limit)")
+    return SnapshotHistory(start.database, start.table, start.branch, entries, next_before, cut is not None, reason)
 
 
 def max_consumed_snapshot(store: LineageStore, job: str, database: str, table: str, branch: str) -> int | None:

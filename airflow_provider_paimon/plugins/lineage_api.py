@@ -10,7 +10,14 @@ jobs the user may see (None: all); lineage of other jobs is left out of every an
 Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
 
 * ``/``                                         the page (HTML)
-* ``/api/graph?job=&database=&table=``          table lineage graph: jobs, tables, edges
+* ``/api/graph?job=&database=&table=&q=&max_jobs=``
+                                                table lineage graph: jobs, tables, edges
+                                                (``q``: search text; ``max_jobs``: the
+                                                first jobs by name, what the page draws)
+* ``/api/history/{database}/{table}?branch=&before=&limit=``
+                                                a table's snapshots, newest first, with
+                                                the barriers that wrote and the jobs that
+                                                read each (paged; 404: none recorded)
 * ``/api/snapshots/{database}/{table}/{id}?branch=&depth=``
                                                 upstream and downstream snapshots
 * ``/api/impact/{database}/{table}/{id}?branch=&depth=&onwards=``
@@ -40,12 +47,14 @@ from ..lineage import LineageStore
 from ..lineage.cascade import LineageCycleError, UnknownLineageSnapshotError, plan_cascade
 from ..lineage.errors import InvalidLineageArgumentError, LineageError, LineageStoreUnavailableError
 from ..lineage.queries import (
+    MAX_HISTORY_PAGE,
     MAX_ROWS,
     TIMEOUT_S,
     JobFilter,
     TableGraph,
     impact,
     table_graph,
+    table_history,
     walk_bounded,
 )
 
@@ -121,19 +130,48 @@ def create_app(
         job: str | None = None,
         database: str | None = None,
         table: str | None = None,
+        q: str | None = None,
+        max_jobs: int | None = Query(None, ge=1, le=MAX_ROWS),
     ) -> dict:
         def run(store: LineageStore) -> dict:
-            g = table_graph(store, job=job, database=database, table=table)
+            g = table_graph(store, job=job, database=database, table=table, contains=q, max_jobs=max_jobs)
             if visible is not None:
                 g = TableGraph([e for e in g.edges if visible(e.job)], g.truncated)
             tables = sorted({(e.database, e.table, e.branch) for e in g.edges})
+            limits = f"more than {max_jobs} jobs or {MAX_ROWS} edges" if max_jobs else f"more than {MAX_ROWS} edges"
             return {
                 "jobs": g.jobs,
                 "tables": [{"database": d, "table": t, "branch": b} for d, t, b in tables],
                 "edges": [asdict(e) for e in g.edges],
                 "truncated": g.truncated,
-                "truncated_reason": (f"more than {MAX_ROWS} edges (or {TIMEOUT_S:g} s); filter by job, "
-                                     "database or table") if g.truncated else None,
+                "truncated_reason": (f"{limits} (or {TIMEOUT_S:g} s): showing the first jobs by name; "
+                                     "search, or filter by job, database or table") if g.truncated else None,
+            }
+
+        return with_store(run)
+
+    @app.get("/api/history/{database}/{table}")
+    def history(
+        visible: Visible,
+        database: str,
+        table: str,
+        branch: str | None = None,
+        before: int | None = None,
+        limit: int = Query(50, ge=1, le=MAX_HISTORY_PAGE),
+    ) -> dict:
+        def run(store: LineageStore) -> dict:
+            h = table_history(store, database, table, branch=branch, before=before, limit=limit,
+                              job_filter=visible)
+            if not h.snapshots and before is None and not h.truncated:
+                raise HTTPException(status_code=404, detail=(
+                    f"no snapshots of {database}.{table} (branch {h.branch}) in the lineage store: "
+                    "check the database, table and branch names"))
+            return {
+                "database": h.database, "table": h.table, "branch": h.branch,
+                "snapshots": [asdict(e) for e in h.snapshots],
+                "next_before": h.next_before,
+                "truncated": h.truncated,
+                "truncated_reason": h.truncated_reason,
             }
 
         return with_store(run)

@@ -17,7 +17,7 @@ from airflow_provider_paimon.lineage import (
     table_graph,
     upstream,
 )
-from airflow_provider_paimon.lineage.queries import Budget, walk, walk_bounded
+from airflow_provider_paimon.lineage.queries import Budget, table_history, walk, walk_bounded
 
 
 def build_chain(store: LineageStore) -> None:
@@ -171,6 +171,36 @@ def test_table_graph(store):
     assert graph.writers("dwd", "orders") == ["clean", "clean-fix", "enrich"]
     assert graph.readers("dwd", "orders") == ["agg"]
     assert {(e.kind, e.table) for e in table_graph(store, job="enrich").edges} == {("source", "users"), ("sink", "orders")}
+
+
+def test_table_graph_search_and_first_jobs(store):
+    build_chain(store)
+    assert table_graph(store, contains="DWD.ORD").jobs == ["agg", "clean", "clean-fix", "enrich"]
+    assert table_graph(store, contains="n-f").jobs == ["clean-fix"]
+    assert table_graph(store, contains="%").edges == [] and table_graph(store, contains="_").edges == []
+    first = table_graph(store, max_jobs=2)
+    assert first.jobs == ["agg", "clean"] and first.truncated
+    assert {(e.kind, e.table) for e in first.edges if e.job == "clean"} == {("source", "raw"), ("sink", "orders")}
+    assert not table_graph(store, max_jobs=5).truncated
+    with pytest.raises(InvalidLineageArgumentError, match="max_jobs"):
+        table_graph(store, max_jobs=0)
+
+
+def test_table_history_pages_newest_first(store):
+    build_chain(store)
+    page = table_history(store, "dwd", "orders", limit=2)
+    assert [(e.snapshot_id, e.writers, e.readers) for e in page.snapshots] == [
+        (103, [{"job": "clean", "barrier_id": 3}], [{"job": "agg", "barriers": 1}]),
+        (102, [{"job": "clean", "barrier_id": 2}], [{"job": "agg", "barriers": 1}]),
+    ]
+    rest = table_history(store, "dwd", "orders", limit=2, before=page.next_before)
+    assert [e.snapshot_id for e in rest.snapshots] == [101] and rest.next_before is None
+    assert [w["job"] for w in rest.snapshots[0].writers] == ["clean", "enrich"]
+    assert [e.snapshot_id for e in table_history(store, "dim", "users").snapshots] == [7]  # only read
+    assert [e.snapshot_id for e in table_history(store, "dwd", "orders", branch="fix").snapshots] == [101]
+    assert table_history(store, "dwd", "nothing").snapshots == []
+    with pytest.raises(InvalidLineageArgumentError, match="limit"):
+        table_history(store, "dwd", "orders", limit=501)
 
 
 @pytest.mark.mysql

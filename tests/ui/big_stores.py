@@ -71,3 +71,65 @@ def _build(path: Path) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+
+
+#: Shapes of the page-load stores (``page_store``), each ``PAGE_ROWS`` lineage rows.
+PAGE_ROWS = 100_000
+PAGE_SHAPES = ("snapshots", "tables")
+
+
+def page_store(shape: str, rows: int = PAGE_ROWS) -> Path:
+    """A cached SQLite store of ``rows`` lineage rows for the page-load benchmark and tests.
+
+    * ``snapshots``: 20 pipelines of 5 jobs (job k reads table k, writes table k+1),
+      ``rows / 200`` barriers each: ``rows`` snapshot rows, 200 table-level rows (a
+      busy store of ordinary size: the graph is small, the history long).
+    * ``tables``: ``rows / 20`` chains of 10 jobs, one barrier each: ``rows`` table-level
+      rows (half reads, half writes) and as many snapshot rows, a graph of ``rows / 2``
+      jobs and ``rows * 11 / 20`` tables (far more than a page can draw).
+    """
+    if shape not in PAGE_SHAPES:
+        raise ValueError(f"shape must be one of {PAGE_SHAPES}, got {shape!r}")
+    cache = Path(tempfile.gettempdir()) / "paimon-lineage-ui-stores"
+    cache.mkdir(exist_ok=True)
+    path = cache / f"page-{shape}-v{VERSION}-{rows}.sqlite"
+    if not path.exists():
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.unlink(missing_ok=True)
+        with LineageStore.from_url(f"sqlite:///{partial}"):
+            pass  # the current schema, indexes included
+        _fill_page_store(partial, shape, rows)
+        os.replace(partial, path)
+    return path
+
+
+def _fill_page_store(path: Path, shape: str, rows: int) -> None:
+    now = datetime(2026, 1, 1).isoformat(sep=" ")
+    if shape == "snapshots":
+        chains, length, barriers = 20, 5, rows // 200
+    else:
+        chains, length, barriers = rows // 20, 10, 1
+    job_rows: dict[str, list] = {"source": [], "sink": []}
+    snap_rows: dict[str, list] = {"source": [], "sink": []}
+    for c in range(chains):
+        for k in range(length):
+            job = f"pipe_{c:05d}.step_{k}"
+            db = f"db_{c % 50:02d}"
+            src, dst = (db, f"p{c:05d}_t{k}"), (db, f"p{c:05d}_t{k + 1}")
+            job_rows["source"].append((job, *src, now))
+            job_rows["sink"].append((job, *dst, now))
+            for b in range(1, barriers + 1):
+                snap_rows["source"].append((job, b, *src, b + k, now))
+                snap_rows["sink"].append((job, b, *dst, b + k + 1, now))
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA synchronous=OFF")
+        for side in ("source", "sink"):
+            conn.executemany(f'INSERT INTO {side}_job_lineage (job, database, "table", create_time, branch) '
+                             "VALUES (?, ?, ?, ?, 'main')", job_rows[side])
+            conn.executemany(f'INSERT INTO {side}_snapshot_lineage (job, barrier_id, database, "table", '
+                             "snapshot_id, create_time, branch) VALUES (?, ?, ?, ?, ?, ?, 'main')", snap_rows[side])
+        conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()

@@ -211,3 +211,81 @@ def test_hidden_jobs_are_neither_shown_nor_walked_through(tmp_path):
         impact = client.get("/api/impact/raw/events/3").json()
         # ingest is hidden: dw.orders@13 is not reached, nor mart.revenue@103 after it
         assert {(t["table"], t["branch"]) for t in impact["tables"]} == {("orders", "fix")}
+
+
+# -- snapshot history, graph search and bounds, the cascade plan (issue 18) ----------------
+
+
+def test_history_lists_a_tables_snapshots_newest_first_with_writers_and_readers(client):
+    body = client.get("/api/history/dw/orders").json()
+    assert (body["database"], body["table"], body["branch"]) == ("dw", "orders", "main")
+    assert [s["snapshot_id"] for s in body["snapshots"]] == [13, 12, 11]
+    newest = body["snapshots"][0]
+    assert newest["writers"] == [{"job": "ingest", "barrier_id": 3}]
+    assert newest["readers"] == [{"job": "daily", "barriers": 1}]
+    assert body["next_before"] is None and body["truncated"] is False
+    # a table only ever read (no recorded writer) has a history too
+    assert [s["snapshot_id"] for s in client.get("/api/history/raw/events").json()["snapshots"]] == [3, 2, 1]
+    fix = client.get("/api/history/dw/orders", params={"branch": "fix"}).json()
+    assert [(s["snapshot_id"], s["writers"]) for s in fix["snapshots"]] == [(2, [{"job": "ingest_fix", "barrier_id": 1}])]
+
+
+def test_history_pages_with_before(client):
+    first = client.get("/api/history/mart/revenue", params={"limit": 2}).json()
+    assert [s["snapshot_id"] for s in first["snapshots"]] == [103, 102] and first["next_before"] == 102
+    rest = client.get("/api/history/mart/revenue", params={"limit": 2, "before": 102}).json()
+    assert [s["snapshot_id"] for s in rest["snapshots"]] == [101] and rest["next_before"] is None
+
+
+def test_history_bad_input_and_unknown_table(client):
+    unknown = client.get("/api/history/dw/nothing")
+    assert unknown.status_code == 404 and "no snapshots of dw.nothing" in unknown.json()["detail"]
+    assert client.get("/api/history/dw/orders", params={"branch": "nope"}).status_code == 404
+    before = client.get("/api/history/dw/orders", params={"before": -1})
+    assert before.status_code == 400 and "before" in before.json()["detail"]
+    for limit in (0, 501):
+        assert client.get("/api/history/dw/orders", params={"limit": limit}).status_code == 422
+
+
+def test_history_hides_jobs_the_user_may_not_read(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    seed_chain(url)
+    with LineageStore.from_url(url, read_only=True) as store:
+        app = create_app(lambda: store, _user, lambda: (lambda job: job != "ingest"))
+        client = TestClient(app, headers={"Authorization": "Bearer t"})
+        snaps = client.get("/api/history/dw/orders").json()["snapshots"]
+        assert [(s["snapshot_id"], s["writers"]) for s in snaps] == [(13, []), (12, []), (11, [])]
+        # raw.events@1 and @2 were read only by ingest: not listed; @3 by ingest_fix too
+        events = client.get("/api/history/raw/events").json()["snapshots"]
+        assert [(s["snapshot_id"], s["readers"]) for s in events] == [(3, [{"job": "ingest_fix", "barriers": 1}])]
+
+
+def test_graph_search_and_job_bound(client):
+    found = client.get("/api/graph", params={"q": "REVENUE"}).json()
+    assert found["jobs"] == ["daily"] and found["tables"] == [{"database": "mart", "table": "revenue", "branch": "main"}]
+    assert client.get("/api/graph", params={"q": "a_b%"}).json()["edges"] == []  # % and _ are literal
+    first = client.get("/api/graph", params={"max_jobs": 2}).json()
+    assert first["jobs"] == ["daily", "ingest"] and first["truncated"] is True
+    assert "more than 2 jobs" in first["truncated_reason"]
+    # a job keeps all its edges: ingest's read and both its writes' tables
+    assert {(e["table"], e["kind"]) for e in first["edges"] if e["job"] == "ingest"} == {("events", "source"), ("orders", "sink")}
+    whole = client.get("/api/graph", params={"max_jobs": 3}).json()
+    assert whole["truncated"] is False and whole["truncated_reason"] is None
+    blank = client.get("/api/graph", params={"q": " "})
+    assert blank.status_code == 400 and "search text" in blank.json()["detail"]
+    assert client.get("/api/graph", params={"max_jobs": 0}).status_code == 422
+
+
+def test_cascade_plan_and_its_errors(client):
+    plan = client.get("/api/cascade/raw/events/2").json()
+    assert plan["order"] == ["raw.events", "dw.orders$branch_fix", "dw.orders", "mart.revenue"]
+    by_name = {t["name"]: t for t in plan["tables"]}
+    assert by_name["dw.orders"]["branch_point"] == 11 and by_name["dw.orders"]["jobs"] == ["ingest"]
+    assert by_name["dw.orders"]["bad_snapshots"] == [12, 13]
+    assert by_name["mart.revenue"]["branch_point"] == 101 and by_name["mart.revenue"]["upstreams"] == ["dw.orders"]
+    assert client.get("/api/cascade/raw/events/99").status_code == 404
+    assert client.get("/api/cascade/raw/events/-1").status_code == 400
+    assert client.get("/api/cascade/raw/events/2", params={"depth": 101}).status_code == 422
+    anonymous = TestClient(client.app)
+    for path in ("/api/history/dw/orders", "/api/cascade/raw/events/2", "/api/graph?q=x"):
+        assert anonymous.get(path).status_code == 401, path

@@ -88,3 +88,89 @@ def test_page_shows_graph_and_drill_down(server, browser):
     assert "mart.revenue @ 102" in page.inner_text("#up-title")
     assert "dw.orders" in page.locator("#drill-out table.list").first.inner_text()
     context.close()
+
+
+def _logged_in_page(server, browser, path="/paimon-lineage/"):
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    context.add_cookies([{"name": "_token", "value": login_token(server), "url": server}])
+    page = context.new_page()
+    page.goto(server + path)
+    page.wait_for_selector("g.node.table")
+    return context, page
+
+
+def _zoom(page) -> float:
+    return float(page.get_attribute("#graph", "data-zoom"))
+
+
+def test_pan_zoom_find_history_and_cascade_plan(server, browser):
+    context, page = _logged_in_page(server, browser)
+    wrap = page.locator("#graph-wrap")
+    box = wrap.bounding_box()
+
+    page.click("#zoom-in")
+    assert _zoom(page) == pytest.approx(1.25)
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, 400)  # wheel down: zoom out around the mouse
+    page.wait_for_function("parseFloat(document.getElementById('graph').dataset.zoom) < 1.25")
+    page.click("#zoom-fit")
+    fits = "w => { const s = w.querySelector('svg'); return s.width.baseVal.value <= w.clientWidth + 1 && s.height.baseVal.value <= w.clientHeight + 1; }"
+    assert wrap.evaluate(fits)
+
+    # drag the background: the panel scrolls by the distance dragged
+    page.click("#zoom-reset")
+    wrap.evaluate("w => { w.scrollLeft = 300; w.scrollTop = 300; }")
+    page.mouse.move(box["x"] + 500, box["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 300, box["y"] + 150, steps=5)
+    page.mouse.up()
+    assert wrap.evaluate("w => [w.scrollLeft, w.scrollTop]") == [500, 450]
+
+    # find: the node is highlighted and centred in the panel
+    page.fill("#find-text", "mart.revenue")
+    page.click("#find button")
+    node = page.locator('g.node.found[data-id="t:mart.revenue"]')
+    node.wait_for()
+    nb, wb = node.bounding_box(), wrap.bounding_box()
+    assert abs(nb["x"] + nb["width"] / 2 - (wb["x"] + wb["width"] / 2)) < 40
+    assert abs(nb["y"] + nb["height"] / 2 - (wb["y"] + wb["height"] / 2)) < 40
+
+    # click the table: its snapshot history; a snapshot there runs the drill-down
+    node.click()
+    page.wait_for_selector("#history")
+    assert [c.strip() for c in page.locator("#history button.snap").all_inner_texts()] == ["103", "102", "101"]
+    assert "daily / 2" in page.locator("#history tr").nth(2).inner_text()
+    page.click('#history button.snap[data-snap="102"]')
+    page.wait_for_function("document.getElementById('up-title')?.textContent.includes('@ 102')")
+
+    # the cascade plan of raw.events@2, in correction order
+    page.fill("#d-db", "raw")
+    page.fill("#d-table", "events")
+    page.fill("#d-snap", "2")
+    page.fill("#d-depth", "20")
+    page.click("#plan-btn")
+    page.wait_for_selector("#plan")
+    rows = page.locator("#plan tr").all_inner_texts()[1:]
+    assert [r.split("\t")[1] for r in rows] == ["raw.events", "dw.orders$branch_fix", "dw.orders", "mart.revenue"]
+    assert "snapshot 11" in rows[2] and "12, 13" in rows[2] and "ingest" in rows[2]
+    page.screenshot(path=str(ARTIFACTS / "lineage-cascade-plan.png"))
+    page.fill("#d-snap", "99")
+    page.click("#plan-btn")
+    page.wait_for_selector("#plan-error")
+    assert "404" in page.inner_text("#plan-error") and "99" in page.inner_text("#plan-error")
+    context.close()
+
+
+def test_find_asks_the_server_when_the_graph_is_partial(server, browser):
+    context, page = _logged_in_page(server, browser, "/paimon-lineage/?jobs=3")
+    assert "partial" in page.inner_text("#summary")
+    assert page.locator('g.node[data-id="j:load_150"]').count() == 0
+    page.fill("#find-text", "no_such_thing")
+    page.click("#find button")
+    page.wait_for_function("document.getElementById('find-msg').textContent.startsWith('no job or table')")
+    assert "partial" in page.inner_text("#summary") and page.locator("g.node").count() > 0  # graph kept
+    page.fill("#find-text", "load_150")
+    page.click("#find button")
+    page.locator('g.node.found[data-id="j:load_150"]').wait_for()
+    assert "matching" in page.inner_text("#summary")
+    context.close()

@@ -158,5 +158,11 @@ def test_stored_markup_is_shown_as_text_and_not_run(server, browser):
     shown = page.locator("#drill-out").inner_text()
     assert XSS in shown and "b" + XSS in shown
     assert page.locator("#drill-out img").count() == 0
+    # the table's snapshot history shows them as text too
+    page.locator('g.node.table[data-id="t:odd.dst"]').click()
+    page.wait_for_selector("#history")
+    history = page.locator("#history").inner_text()
+    assert XSS in history and "b" + XSS in history
+    assert page.locator("#history-out img").count() == 0
     assert page.evaluate("window.__xss") is None
     context.close()
