@@ -59,6 +59,45 @@ def url_from_connection(
     return url, database
 
 
+class LineageUrlError(ValueError):
+    """``lineage_url`` is not a SQLAlchemy URL (the message never echoes it: it may hold a password)."""
+
+
+def resolve_lineage_store(
+    conn_id: str | None, url: str | None, database: str | None
+) -> tuple[str | None, str | None]:
+    """(URL with its password, system database) of the lineage store a task names.
+
+    One home for what operators accept: a ``paimon_lineage`` connection id, or a
+    SQLAlchemy ``url`` (templated, so maybe blank) plus an optional ``database``;
+    neither: ``(None, None)``, no store. The password is registered with Airflow's
+    masker either way; the URL goes to a job's environment, never its command line.
+    Raises ``LineageUrlError`` for a URL that does not parse, and Airflow's
+    not-found error for a missing connection.
+    """
+    database = (database or "").strip() or None
+    conn_id = (conn_id or "").strip()
+    if conn_id:
+        hook = PaimonLineageHook(conn_id)
+        store_url = hook.get_url()  # registers the password for masking
+        return store_url.render_as_string(hide_password=False), database or hook.get_database()
+    url = (url or "").strip()
+    if not url:
+        return None, None
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - any parse failure is a bad argument; not echoed
+        raise LineageUrlError(
+            "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
+            "host/database or sqlite:////path)"
+        ) from None
+    if parsed.password:
+        mask_secret(str(parsed.password))
+    return url, database
+
+
 class PaimonLineageHook(BaseHook):
     """Open the lineage store named by a ``paimon_lineage`` connection.
 

@@ -238,6 +238,18 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             )
 
 
+def operator_lineage_store(op: Any) -> tuple[str | None, str | None]:
+    """The lineage store an operator's ``lineage_conn_id`` / ``lineage_url`` /
+    ``lineage_database`` name (``hooks.lineage.resolve_lineage_store``); a bad URL fails
+    the task before anything is submitted."""
+    from airflow_provider_paimon.hooks.lineage import LineageUrlError, resolve_lineage_store
+
+    try:
+        return resolve_lineage_store(op.lineage_conn_id, op.lineage_url, op.lineage_database)
+    except LineageUrlError as err:
+        raise PaimonPreflightError(f"{op.task_id}: {err}; nothing was submitted") from None
+
+
 def optional_int(value: Any, what: str) -> int | None:
     """A templated number arrives as a string: '' / None mean "not given" (``parse_int``)."""
     try:

@@ -20,6 +20,7 @@ from airflow_provider_paimon.operators.base import (
     IF_EXISTS,
     PaimonSparkJobOperator,
     check_if_exists,
+    operator_lineage_store,
     optional_int,
     optional_str,
 )
@@ -187,30 +188,7 @@ class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
 
     def lineage_store(self) -> tuple[str | None, str | None]:
         """(URL with its password, database) of the store to link in; (None, None): none."""
-        database = optional_str(self.lineage_database)
-        if optional_str(self.lineage_conn_id):
-            from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
-
-            hook = PaimonLineageHook(str(self.lineage_conn_id).strip())
-            store_url = hook.get_url()  # registers the password for masking
-            return store_url.render_as_string(hide_password=False), database or hook.get_database()
-        url = optional_str(self.lineage_url)
-        if url is None:
-            return None, None
-        from sqlalchemy.engine import make_url
-
-        try:
-            parsed = make_url(url.strip())
-        except Exception:  # noqa: BLE001 - not echoed: it may hold a password
-            self.fail(
-                "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
-                "host/database or sqlite:////path)"
-            )
-        if parsed.password:
-            from airflow.sdk.log import mask_secret
-
-            mask_secret(str(parsed.password))
-        return url.strip(), database
+        return operator_lineage_store(self)
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         super().check_before_submit(hook)

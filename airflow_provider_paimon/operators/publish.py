@@ -22,8 +22,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
-from airflow_provider_paimon.operators.base import PaimonSparkJobOperator, optional_str
-from airflow_provider_paimon.operators.branch import LINEAGE_URL_ENV, _LinksLineage
+from airflow_provider_paimon.operators.base import (
+    PaimonSparkJobOperator,
+    operator_lineage_store,
+    optional_str,
+)
+from airflow_provider_paimon.operators.branch import LINEAGE_URL_ENV
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import PaimonError
@@ -217,8 +221,6 @@ class PublishBranchesOperator(MaskRenderedSecrets, _PublishOperator):
     template_fields: Sequence[str] = (*_PublishOperator.template_fields, "lineage_url", "lineage_database")
     # a rendered URL's password is masked before Airflow stores the rendered fields
     secret_url_fields = ("lineage_url",)
-    # the same store lookup as replace-main's (connection or URL, password masked)
-    lineage_store = _LinksLineage.lineage_store
 
     def __init__(
         self,
@@ -235,6 +237,10 @@ class PublishBranchesOperator(MaskRenderedSecrets, _PublishOperator):
 
     def parsed_tables(self) -> list[tuple[str, str]]:
         return publish_pairs(self.tables)
+
+    def lineage_store(self) -> tuple[str | None, str | None]:
+        """(URL with its password, database) of the store to link in; (None, None): none."""
+        return operator_lineage_store(self)
 
     def job_args(self) -> list[str]:
         args: list[str] = []

@@ -37,7 +37,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
 from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
+from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.branch_redirect import merge_redirects, redirect_conf
@@ -143,29 +143,12 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
 
     def lineage_store_url(self) -> tuple[str | None, str | None]:
         """(URL with its password, database) of the store to record into; (None, None): no capture."""
-        database = (self.lineage_database or "").strip() or None
-        conn_id = (self.lineage_conn_id or "").strip()
-        if conn_id:
-            from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
-
-            hook = PaimonLineageHook(conn_id)
-            store_url = hook.get_url()  # registers the password for masking
-            return store_url.render_as_string(hide_password=False), database or hook.get_database()
-        url = (self.lineage_url or "").strip()
-        if not url:
-            return None, None
-        from sqlalchemy.engine import make_url
+        from airflow_provider_paimon.hooks.lineage import LineageUrlError, resolve_lineage_store
 
         try:
-            make_url(url)
-        except Exception:  # noqa: BLE001 - any parse failure is a bad argument
-            # not echoed: an unparsable URL cannot be masked and may hold a password
-            raise AirflowFailException(
-                "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
-                "host/database or sqlite:////path); nothing was submitted"
-            ) from None
-        mask_url(url)  # already masked when rendered; again for a URL set after rendering
-        return url, database
+            return resolve_lineage_store(self.lineage_conn_id, self.lineage_url, self.lineage_database)
+        except LineageUrlError as err:
+            raise AirflowFailException(f"{err}; nothing was submitted") from None
 
     def spark_conf(self, context: Context, lineage_on: bool, database: str | None) -> dict[str, Any]:
         """The user's conf, plus the capture's keys and the OpenLineage parent job info."""

@@ -24,8 +24,9 @@ def test_python_samples_build_a_dag():
             exec(compile(source, str(DOC), "exec"), namespace)
         dags.append(dag)
     assert [set(d.task_ids) for d in dags] == [
-        {"tag_main", "branch", "replace"}, {"publish_fix", "undo_fix"}, {"enrich_orders"},
+        {"tag_main", "branch", "replace"}, {"publish_fix", "undo_fix"}, {"enrich_orders"}, {"tag_base"},
     ]
+    assert dags[3].get_task("tag_base").run_in == "worker"
     assert dags[0].get_task("replace").upstream_task_ids == {"branch"}
     publish = dags[1].get_task("publish_fix")
     assert publish.parsed_tables()[0] == ("ods.orders", "fix") and publish.job_family == "publish"
