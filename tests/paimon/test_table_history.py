@@ -118,7 +118,7 @@ def make_many_snapshots(table, warehouse: str, count: int) -> None:
     for sid in range(2, count + 1):
         doc.update(id=sid, commitKind="COMPACT" if sid % 10 == 0 else "APPEND", uuid=f"u-{sid}")
         with open(f"{d}/snapshot/snapshot-{sid}", "w") as fh:
-            json.dump(doc, fh)
+            fh.write(json.dumps(doc))
     with open(f"{d}/snapshot/LATEST", "w") as fh:
         fh.write(str(count))
 
