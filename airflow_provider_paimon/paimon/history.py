@@ -152,7 +152,7 @@ def _row(lane: str, sid: int, doc: dict[str, Any] | None, lane_tags: list[dict])
         },
         "spark_app_id": run.spark_app_id if run else (str(props["spark.app.id"]) if props.get("spark.app.id") else None),
         "copy_of": None,
-        "events": _events(props),
+        "events": _events(props) if lane == MAIN else [],  # a branch's copy did not replace main
     }
 
 

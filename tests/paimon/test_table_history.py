@@ -72,6 +72,8 @@ def test_lanes_branch_points_replace_main_and_fast_forward(tmp_path):
         "backup": {"kind": "branch", "name": "bk"}}]
     assert replaced["run"]["dag_id"] == "nightly" and replaced["run"]["task_id"] == "publish"
     assert {"type": "fast_forward", "branch": "ff"} in rows[("main", 7)]["events"]
+    # ff's first snapshot is a copy of main's replace-main snapshot: its branch point, not a replace
+    assert rows[("ff", 5)]["events"] == [{"type": "branch_point", "from_lane": "main", "tag": None}]
     assert rows[("ff", 6)]["copy_of"] == "main" and rows[("fix", 3)]["copy_of"] is None
     assert rows[("fix", 2)]["events"] == [{"type": "branch_point", "from_lane": "main", "tag": "t1"}]
     assert rows[("main", 2)]["tags"] == ["t1"] and rows[("fix", 2)]["tags"] == ["t1"]
