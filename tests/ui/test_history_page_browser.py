@@ -11,6 +11,7 @@ Screenshots go to docs/images/ (used by README.md and docs/ui.md).
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -20,12 +21,24 @@ import pytest
 
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 
-from .airflow_server import api_server, login_token
+from .airflow_server import api_server_process, login_token
 from .history_tables import XSS, history_scenario, hostile_table, many_snapshots
 from .seed import seed_chain
 
 pytestmark = pytest.mark.airflow
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+ALICE = ("alice", "alice-test-pw")
+DAG_SOURCE = """
+from airflow.sdk import DAG
+from airflow.providers.standard.operators.empty import EmptyOperator
+
+with DAG("{dag_id}", schedule=None):
+    EmptyOperator(task_id="{task_id}")
+"""
+DAG_FILES = {
+    "ingest_dag.py": DAG_SOURCE.format(dag_id="ingest_dag", task_id="load"),
+    "publish_dag.py": DAG_SOURCE.format(dag_id="publish_dag", task_id="replace"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +53,20 @@ def server(tmp_path_factory):
     store = LineageStore.from_url(url)
     store.record_batch("ingest_dag.load", 1, [SnapshotRef("raw", "events", 1)], [SnapshotRef("db", "orders", 3)])
     store.close()
-    conn = json.dumps({"conn_type": "paimon", "host": warehouse})
-    with api_server(home, {"PAIMON_LINEAGE_URL": url, "AIRFLOW_CONN_PAIMON_DEFAULT": conn}) as base:
+    env = {
+        "PAIMON_LINEAGE_URL": url,
+        "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": warehouse}),
+        # alice may read ingest_dag only (tests/ui/dag_auth_manager.py)
+        "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[1]),
+                                                  os.environ.get("PYTHONPATH")) if p),
+        "AIRFLOW__CORE__AUTH_MANAGER": "ui.dag_auth_manager.DagListAuthManager",
+        "PAIMON_TEST_DAG_READERS": json.dumps({ALICE[0]: ["ingest_dag"]}),
+    }
+    with api_server_process(home, env, users={ALICE[0]: ("viewer", ALICE[1])}, dag_files=DAG_FILES) as (base, _p):
         token = login_token(base)
         # the worker imports pypaimon/pyarrow on its first table request (5-10 s on a busy machine)
         assert _get(base, "/paimon-history/api/tables", token)[0] == 200
-        yield base, token
+        yield base, token, login_token(base, *ALICE)
 
 
 def _get(base: str, path: str, token: str | None = None) -> tuple[int, bytes]:
@@ -58,7 +79,7 @@ def _get(base: str, path: str, token: str | None = None) -> tuple[int, bytes]:
 
 
 def test_anonymous_gets_nothing_and_the_nav_entry_exists(server):
-    base, token = server
+    base, token, _alice = server
     for path in ("/paimon-history/", "/paimon-history/api/tables", "/paimon-history/api/history/db/orders",
                  "/paimon-history/openapi.json", "/paimon-history/docs"):
         status, body = _get(base, path)
@@ -70,7 +91,7 @@ def test_anonymous_gets_nothing_and_the_nav_entry_exists(server):
 
 
 def test_ten_thousand_snapshots_over_http(server):
-    base, token = server
+    base, token, _alice = server
     started = time.monotonic()
     status, body = _get(base, "/paimon-history/api/history/db/big?page=10", token)
     took = time.monotonic() - started
@@ -80,15 +101,30 @@ def test_ten_thousand_snapshots_over_http(server):
     assert h["pages"] == 50 and [r["snapshot_id"] for r in h["rows"]][:2] == [8000, 7999]
 
 
+def test_runs_of_dags_a_user_may_not_read_are_hidden(server):
+    base, admin, alice = server
+
+    def runs(token: str) -> dict:
+        status, body = _get(base, "/paimon-history/api/history/db/orders", token)
+        assert status == 200
+        return {(r["lane"], r["snapshot_id"]): r["run"] for r in json.loads(body)["rows"]}
+
+    everything, hers = runs(admin), runs(alice)
+    assert everything[("main", 3)]["dag_id"] == "ingest_dag" and hers[("main", 3)]["dag_id"] == "ingest_dag"
+    assert everything[("main", 5)]["dag_id"] == "publish_dag" and hers[("main", 5)] == {"hidden": True}
+    # fix_dag is no DAG Airflow knows: only users who may read every DAG see it
+    assert everything[("fix", 4)]["dag_id"] == "fix_dag" and hers[("fix", 4)] == {"hidden": True}
+
+
 def _page(server, browser, width=1366, height=768):
-    base, token = server
+    base, token, _alice = server
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_cookies([{"name": "_token", "value": token, "url": base}])
     return context, context.new_page()
 
 
 def test_page_draws_lanes_and_opens_lineage(server, browser):
-    base, _token = server
+    base, _token, _alice = server
     IMAGES.mkdir(parents=True, exist_ok=True)
     context, page = _page(server, browser)
     page.goto(base + "/paimon-history/?table=db.orders")
@@ -117,7 +153,7 @@ def test_page_draws_lanes_and_opens_lineage(server, browser):
 
 
 def test_ten_thousand_snapshots_page_by_page(server, browser):
-    base, _token = server
+    base, _token, _alice = server
     context, page = _page(server, browser)
     page.goto(base + "/paimon-history/?table=db.big")
     page.wait_for_selector("#lanes-svg .snap")
@@ -131,7 +167,7 @@ def test_ten_thousand_snapshots_page_by_page(server, browser):
 
 
 def test_hostile_names_are_text(server, browser):
-    base, _token = server
+    base, _token, _alice = server
     context, page = _page(server, browser)
     page.goto(base + "/paimon-history/?table=db.hostile")
     page.wait_for_selector("#lanes-svg .snap")
