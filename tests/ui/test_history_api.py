@@ -106,3 +106,22 @@ def test_ten_thousand_snapshots_in_bounded_pages(client):
     assert len(resp.content) < 250_000 and took < 10
     last = client.get("/api/history/db/big", params={"page": 49}).json()
     assert [r["snapshot_id"] for r in last["rows"]][-1] == 1
+
+
+def test_plugin_connection_errors_name_the_connection_not_its_values(monkeypatch, tmp_path):
+    import json
+
+    from airflow_provider_paimon.plugins.history_plugin import open_source
+
+    monkeypatch.delenv("AIRFLOW_CONN_PAIMON_DEFAULT", raising=False)
+    with pytest.raises(CatalogUnavailableError, match="no 'paimon_default' connection"):
+        open_source()
+    secret = "sekret-value-123"
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({
+        "conn_type": "paimon", "host": str(tmp_path),
+        "extra": {"metastore": "jdbc", "uri": f"mysql://u:{secret}@nowhere/db"}}))
+    with pytest.raises(CatalogUnavailableError) as err:
+        open_source()
+    assert "paimon_default" in str(err.value) and secret not in str(err.value)
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon", "host": str(tmp_path)}))
+    assert open_source().list_databases() == []
