@@ -5,7 +5,8 @@ branches, tags, a replace-main and a fast-forward; a 10,000-snapshot table; a ta
 whose branch, tag and run names are markup) checks: the nav entry, no data without a
 login, a 10,000-snapshot table answered in bounded pages, the lanes and kinds drawn,
 a click on a snapshot opening its lineage drill-down, and hostile names shown as text.
-Screenshots go to docs/images/ (used by README.md and docs/ui.md).
+Screenshots go to test-artifacts/ui/, or with PAIMON_UPDATE_DOCS_IMAGES=1 to
+docs/images/ (the ones README.md and docs/ui.md show).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from .history_tables import XSS, history_scenario, hostile_table, many_snapshots
 from .seed import seed_chain
 
 pytestmark = pytest.mark.airflow
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+ROOT = Path(__file__).resolve().parents[2]
+#: PAIMON_UPDATE_DOCS_IMAGES=1 refreshes the committed screenshots; other runs leave docs/ alone
+IMAGES = ROOT / ("docs/images" if os.environ.get("PAIMON_UPDATE_DOCS_IMAGES") == "1" else "test-artifacts/ui")
 ALICE = ("alice", "alice-test-pw")
 DAG_SOURCE = """
 from airflow.sdk import DAG
