@@ -25,6 +25,7 @@ from airflow.plugins_manager import AirflowPlugin
 from ..lineage import LineageStore
 from ..lineage.errors import LineageError, LineageStoreUnavailableError
 from ..lineage.url import DEFAULT_DATABASE, default_url, parse_url
+from .history_plugin import HISTORY_VIEW, history_app
 from .lineage_api import create_app
 
 log = logging.getLogger(__name__)
@@ -169,15 +170,19 @@ def _build_app():
 
 
 class PaimonLineagePlugin(AirflowPlugin):
-    """The lineage page (a FastAPI app) and its entry in the Airflow UI's navigation."""
+    """The lineage and table history pages (FastAPI apps) and their entries in the Airflow UI's navigation."""
 
     name = "paimon_lineage"
-    fastapi_apps = [{"app": _build_app(), "url_prefix": URL_PREFIX, "name": "Paimon lineage"}]
+    fastapi_apps = [
+        {"app": _build_app(), "url_prefix": URL_PREFIX, "name": "Paimon lineage"},
+        history_app(_job_visibility_dependency()),  # the table history page (history_plugin.py)
+    ]
     external_views = [
         {
             "name": "Paimon lineage",
             "href": URL_PREFIX + "/",
             "destination": "nav",
             "url_route": "paimon-lineage",
-        }
+        },
+        HISTORY_VIEW,
     ]

@@ -359,6 +359,9 @@ def _new_snapshot(layout: TableLayout, branch: str, plan: dict[str, Any], sizes:
             "replace-main.previous-snapshot-id": str(plan["Lm"]),
         }
     )
+    if plan.get("backup"):  # where the old main went: the table history page links to it
+        props["replace-main.backup-kind"] = plan["backup"]["kind"]
+        props["replace-main.backup-name"] = plan["backup"]["name"]
     total = int(b_doc.get("totalRecordCount") or 0)
     doc.update(
         {
