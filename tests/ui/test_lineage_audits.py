@@ -25,6 +25,7 @@ from .big_stores import XSS
 from .seed import seed_chain
 
 pytestmark = pytest.mark.airflow
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 ALICE = ("alice", "alice-test-pw")
 USERS = {ALICE[0]: ("viewer", ALICE[1])}
 DAG_FILES = {
@@ -135,6 +136,8 @@ def test_audit_panel_shows_reports_as_text(server, browser):
     assert "FAILED" in shown and "bad " + XSS in shown and "failed checks: " + XSS in shown
     assert page.locator("#audits-out img").count() == 0
     assert page.evaluate("window.__xss") is None
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#audits-out").screenshot(path=str(ARTIFACTS / "audits-panel.png"))
     page.locator('g.node.table[data-id="t:raw.events"]').click()
     page.wait_for_selector("#audits-none")
     context.close()
