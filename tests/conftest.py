@@ -184,6 +184,7 @@ HEAVY_FILES_FIRST = (
     "tests/capture/test_seed_options_spark.py",
     "tests/streaming/test_streaming_compaction.py",
     "tests/ui/test_history_page_browser.py",
+    "tests/ui/test_lineage_audits.py",
 )
 
 

@@ -27,6 +27,9 @@ Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
                                                 affected tables in order, branch points,
                                                 bad snapshots, jobs (404: unknown table or
                                                 snapshot; 409: the tables form a cycle)
+* ``/api/audits?table=db.t&branch=&limit=``     the table's newest branch audits (XCom of
+                                                audit tasks, from Airflow's metadata DB):
+                                                rows added and removed per partition
 * ``/openapi.json``, ``/docs``                  the API's description (logged-in users)
 
 Walks are bounded (``queries.Budget``): an answer cut short has ``"truncated": true``
@@ -57,11 +60,14 @@ from ..lineage.queries import (
     table_history,
     walk_bounded,
 )
+from . import audits as audit_views
 
 log = logging.getLogger(__name__)
 
 #: Returns the store to read; the caller owns it (keeps one per store, closes it).
 StoreFactory = Callable[[], LineageStore]
+#: ``(table, branch, limit) -> answer`` (``audits.audits_answer``), given per request.
+AuditReader = Callable[[str, str | None, int], dict]
 
 
 def _page() -> str:
@@ -70,6 +76,14 @@ def _page() -> str:
 
 def _everyone() -> JobFilter | None:
     return None
+
+
+def _no_audits() -> AuditReader:
+    def unavailable(table: str, branch: str | None, limit: int) -> dict:
+        raise HTTPException(status_code=503, detail=(
+            "audits are read from Airflow's metadata database: open the page in the Airflow api-server"))
+
+    return unavailable
 
 
 def _store_error(err: LineageError) -> HTTPException:
@@ -81,15 +95,19 @@ def create_app(
     open_store: StoreFactory,
     user_dependency: Callable[..., Any],
     job_visibility: Callable[..., JobFilter | None] = _everyone,
+    audit_reader: Callable[..., AuditReader] = _no_audits,
 ) -> FastAPI:
     """The lineage app.
 
     ``open_store`` is called per request and returns a store the app does not close
     (the plugin keeps one per store, so its engine and pool live across requests).
     ``job_visibility`` is a FastAPI dependency: a ``job -> bool`` filter or None (all).
+    ``audit_reader`` is a FastAPI dependency giving the user's ``AuditReader`` (the
+    plugin's reads Airflow's metadata DB, only the DAGs the user may read).
     """
     # Not postponed (no __future__ annotations here): FastAPI must see this local alias.
     Visible = Annotated[JobFilter | None, Depends(job_visibility)]  # noqa: N806
+    Auditor = Annotated[AuditReader, Depends(audit_reader)]  # noqa: N806
     app = FastAPI(
         title="Paimon lineage",
         description="Table and data lineage of Paimon tables, from the lineage store.",
@@ -244,5 +262,20 @@ def create_app(
             return plan.to_dict()
 
         return with_store(run)
+
+    @app.get("/api/audits")
+    def audits_view(
+        reader: Auditor,
+        table: str = Query(..., max_length=500),
+        branch: str | None = Query(None, max_length=200),
+        limit: int = Query(20, ge=1, le=audit_views.MAX_LIMIT),
+    ) -> dict:
+        try:
+            name = audit_views.check_table(table)
+        except ValueError as err:
+            raise HTTPException(status_code=400, detail=str(err)) from None
+        if branch is not None and not branch.strip():
+            raise HTTPException(status_code=400, detail="branch must not be blank: leave it out for every branch")
+        return reader(name, branch.strip() if branch else None, limit)
 
     return app

@@ -25,6 +25,7 @@ from airflow.plugins_manager import AirflowPlugin
 from ..lineage import LineageStore
 from ..lineage.errors import LineageError, LineageStoreUnavailableError
 from ..lineage.url import DEFAULT_DATABASE, default_url, parse_url
+from .audits import audits_answer, read_audit_rows
 from .history_plugin import HISTORY_VIEW, history_app
 from .lineage_api import create_app
 
@@ -141,32 +142,56 @@ def job_filter_for(can_read_all: bool, readable: set[str], known: set[str]) -> C
     return visible
 
 
-def _job_visibility_dependency() -> Callable[..., Any]:
+def _dag_access(user: Any, session: Any) -> tuple[bool, set[str], set[str]]:
+    """(may read every DAG, DAG ids the user may read, DAG ids Airflow knows)."""
     from airflow.api_fastapi.app import get_auth_manager
+    from airflow.models.dag import DagModel
+    from sqlalchemy import select
+
+    manager = get_auth_manager()
+    readable = manager.get_authorized_dag_ids(user=user, method="GET")
+    known = set(session.scalars(select(DagModel.dag_id)))
+    # "Every DAG" needs both: the general permission (no DAG named) and every known
+    # DAG one by one (a multi-team SimpleAuthManager grants the first to everyone).
+    can_read_all = manager.is_authorized_dag(method="GET", user=user) and readable >= known
+    return can_read_all, readable, known
+
+
+def _job_visibility_dependency() -> Callable[..., Any]:
     from airflow.api_fastapi.core_api.security import GetUserDep
 
     # Not postponed (no __future__ annotations in this module): FastAPI reads GetUserDep.
     def visibility(user: GetUserDep) -> Callable[[str], bool] | None:
-        from airflow.models.dag import DagModel
         from airflow.utils.session import create_session
-        from sqlalchemy import select
 
-        manager = get_auth_manager()
-        readable = manager.get_authorized_dag_ids(user=user, method="GET")
         with create_session() as session:
-            known = set(session.scalars(select(DagModel.dag_id)))
-        # "Every DAG" needs both: the general permission (no DAG named) and every known
-        # DAG one by one (a multi-team SimpleAuthManager grants the first to everyone).
-        can_read_all = manager.is_authorized_dag(method="GET", user=user) and readable >= known
+            can_read_all, readable, known = _dag_access(user, session)
         return job_filter_for(can_read_all, readable, known)
 
     return visibility
 
 
+def _audit_reader_dependency() -> Callable[..., Any]:
+    from airflow.api_fastapi.core_api.security import GetUserDep
+
+    def reader(user: GetUserDep) -> Callable[[str, str | None, int], dict]:
+        def read(table: str, branch: str | None, limit: int) -> dict:
+            from airflow.utils.session import create_session
+
+            with create_session() as session:
+                can_read_all, readable, _known = _dag_access(user, session)
+                rows = read_audit_rows(session, None if can_read_all else readable)
+            return audits_answer(rows, table, branch, limit)
+
+        return read
+
+    return reader
+
+
 def _build_app():
     from airflow.api_fastapi.core_api.security import get_user
 
-    return create_app(_open_store, get_user, _job_visibility_dependency())
+    return create_app(_open_store, get_user, _job_visibility_dependency(), _audit_reader_dependency())
 
 
 class PaimonLineagePlugin(AirflowPlugin):

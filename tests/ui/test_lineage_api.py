@@ -289,3 +289,43 @@ def test_cascade_plan_and_its_errors(client):
     anonymous = TestClient(client.app)
     for path in ("/api/history/dw/orders", "/api/cascade/raw/events/2", "/api/graph?q=x"):
         assert anonymous.get(path).status_code == 401, path
+
+
+def test_audits_need_the_airflow_metadata_db_and_check_input(client):
+    """In-process there is no metadata DB: a clear 503; bad input is refused before that."""
+    body = client.get("/api/audits", params={"table": "dw.orders"})
+    assert body.status_code == 503 and "metadata database" in body.json()["detail"]
+    assert client.get("/api/audits", params={"table": "dw.orders.x"}).status_code == 400
+    assert client.get("/api/audits", params={"table": "dw.orders", "limit": 500}).status_code == 422
+    assert TestClient(client.app).get("/api/audits", params={"table": "dw.orders"}).status_code == 401
+
+
+def test_audit_entries_are_bounded_text_whatever_the_xcom_holds():
+    from datetime import datetime, timezone
+
+    from airflow_provider_paimon.plugins.audits import (
+        MAX_PARTITIONS,
+        MAX_TEXT,
+        AuditRow,
+        audits_answer,
+    )
+
+    def row(value, key="return_value"):
+        return AuditRow("d", "r", "t", -1, key, datetime(2026, 1, 1, tzinfo=timezone.utc), value)
+
+    parts = [{"partition": {"dt": i}, "added": i, "removed": True} for i in range(50)]
+    rows = [
+        row("not json"), row(None), row([1, 2]), row({"table": "db.t", "diff": "x"}),  # not reports: skipped
+        row('{"table": "db.t", "passed": "yes", "summary": "' + "s" * 5000 + '", "diff": {"partitions": 3}}'),
+        row({"table": "DB.T", "passed": True, "diff": {"partitions": parts, "added": 1.5}, "checks": {"failed": [1]}},
+            key="audit"),
+    ]
+    answer = audits_answer(rows, "db.t", None, 10, scan=len(rows))
+    long_summary, many = answer["audits"]
+    assert long_summary["passed"] is False and len(long_summary["summary"]) == MAX_TEXT
+    assert long_summary["partitions"] == [] and long_summary["when"] == "2026-01-01T00:00:00+00:00"
+    assert len(many["partitions"]) == MAX_PARTITIONS and many["partitions_truncated"] is True
+    assert many["partitions"][3] == {"partition": "dt=3", "added": 3, "removed": None}
+    assert many["added"] is None and many["failed_checks"] == ["1"] and many["task_failed"] is True
+    assert answer["truncated"] is True and "newest 6" in answer["truncated_reason"]
+    assert audits_answer(rows, "db.t", None, 2, scan=len(rows))["truncated"] is False

@@ -1,0 +1,72 @@
+"""Seed audit reports into a test api-server's metadata DB, as audit tasks leave them.
+
+The DAGs are real (parsed and serialized by Airflow) and hold real ``BranchAuditOperator``
+tasks; the runs and task instances are made by Airflow's ``trigger_dag`` and the
+reports stored by ``XComModel.set``, so the rows are what a finished audit leaves
+(running the audits themselves would start Spark for each, far slower).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .airflow_server import Users, airflow_env
+
+AUDIT_DAG_SOURCE = """
+from airflow.sdk import DAG
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow_provider_paimon.operators.audit import BranchAuditOperator
+
+with DAG("{dag_id}", schedule=None):
+    EmptyOperator(task_id="{task_id}")
+    BranchAuditOperator(task_id="audit_orders", table="dw.orders", branch="fix")
+    BranchAuditOperator(task_id="audit_odd", table="odd.dst", branch="fix")
+"""
+
+_SEED = """
+import json, sys
+from airflow.api.common.trigger_dag import trigger_dag
+from airflow.models.xcom import XComModel
+from airflow.utils.session import create_session
+from airflow.utils.types import DagRunTriggeredByType
+
+runs = set()
+for row in json.loads(sys.argv[1]):
+    with create_session() as session:
+        if (row["dag_id"], row["run_id"]) not in runs:
+            trigger_dag(row["dag_id"], run_id=row["run_id"], triggered_by=DagRunTriggeredByType.TEST,
+                        session=session)
+            runs.add((row["dag_id"], row["run_id"]))
+    with create_session() as session:
+        XComModel.set(row["key"], row["value"], dag_id=row["dag_id"], task_id=row["task_id"],
+                      run_id=row["run_id"], session=session)
+"""
+
+
+def report(table: str, branch: str, partitions: list[tuple[Any, int, int]], passed: bool = True,
+           failed: list[str] | None = None, summary: str | None = None) -> dict[str, Any]:
+    """An audit result shaped as spark/jobs/audit.py prints it (``BranchAudit.to_dict``)."""
+    added, removed = sum(p[1] for p in partitions), sum(p[2] for p in partitions)
+    line = summary or f"{table} main..{branch}: +{added} -{removed} rows in {len(partitions)} of 10 partitions"
+    return {
+        "table": table, "branch": branch, "base": "main", "passed": passed, "summary": line,
+        "diff": {"table": table, "base": "main", "branch": branch, "added": added, "removed": removed,
+                 "changed_partitions": len(partitions), "total_partitions": 10, "truncated": False,
+                 "partitions": [{"partition": p, "added": a, "removed": r} for p, a, r in partitions],
+                 "summary": line},
+        "checks": None if failed is None else {"passed": passed, "failed": failed, "checks": []},
+    }
+
+
+def seed_audits(home: Path, extra_env: dict[str, str], users: Users, rows: list[dict[str, Any]]) -> None:
+    """Store ``rows`` (dag_id, run_id, task_id, key, value) as XComs of triggered runs.
+
+    ``extra_env`` and ``users`` must be the server's (``airflow_env`` rewrites its password file).
+    """
+    env = airflow_env(home, extra_env, users)
+    subprocess.run([sys.executable, "-c", _SEED, json.dumps(rows)], env=env, check=True,
+                   capture_output=True, timeout=300)
