@@ -36,6 +36,9 @@ writes the same rows. Store outages: see ``lineage_recorder`` (spool, then ``buf
 or ``fail``). OpenLineage, when configured (``spark.paimon.openlineage.*``, Airflow's
 ``spark.openlineage.*`` or openlineage-python's own config): START when a query starts,
 RUNNING per micro-batch, COMPLETE/FAIL when it ends; START and COMPLETE per batch write.
+OpenLineage configured in the Spark conf is enough on its own: without a store the
+capture runs for the events (``CaptureConfig.store`` False, ``RunSequenceRecorder``:
+nothing written, a batch write's id is its number within the run).
 
 Memory: a streaming job runs for months, so nothing here grows per micro-batch. The
 per-batch entries (sink commits waiting for their batch's progress, stream scan events
@@ -67,6 +70,7 @@ from .lineage_recorder import (
     BatchRecord,
     LineageCaptureError,
     LineageRecorder,
+    RunSequenceRecorder,
     TableAt,
     spool_dir_for,
 )
@@ -149,18 +153,27 @@ def active_capture(spark: Any) -> LineageCapture | None:
 class LineageCapture:
     """One session's capture: event log reader, query listener, recorder, OpenLineage."""
 
-    def __init__(self, spark: Any, config: CaptureConfig, recorder: LineageRecorder | None = None) -> None:
+    def __init__(
+        self, spark: Any, config: CaptureConfig, recorder: LineageRecorder | RunSequenceRecorder | None = None
+    ) -> None:
         self.spark = spark
         self.config = config
         self.conf = _spark_conf(spark)
-        self.recorder = recorder or LineageRecorder(config, on_failure=self._on_store_failure)
+        if recorder is None:
+            # no store (OpenLineage only): batch ids from the run, nothing written
+            recorder = (
+                LineageRecorder(config, on_failure=self._on_store_failure)
+                if config.store
+                else RunSequenceRecorder(config)
+            )
+        self.recorder = recorder
         self.closed = False
         run_id = uuid.uuid4().hex
         self.event_log = os.path.join(spool_dir_for(config), f"events-{run_id}.jsonl")
         # onStoreFailure=fail: sinks check the store before each commit (lineage_guard).
         self.check_file = (
             os.path.join(spool_dir_for(config), f"precommit-check-{run_id}.json")
-            if config.on_store_failure == FAIL
+            if config.on_store_failure == FAIL and config.store
             else None
         )
         self._offset = 0

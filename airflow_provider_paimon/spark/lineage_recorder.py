@@ -395,3 +395,47 @@ def _opener_for(config: CaptureConfig) -> Callable[[str | None, str], Any]:
         return store
 
     return open_store
+
+
+class RunSequenceRecorder:
+    """The recorder of a capture without a store (OpenLineage events only).
+
+    Writes nothing anywhere: it only gives each batch write of the run a batch id, its
+    number within the run (1, 2, ...), as the store's per-job sequence would; a
+    micro-batch keeps its own id. Same interface as ``LineageRecorder``, so the capture
+    does not care which one it has.
+    """
+
+    def __init__(self, config: CaptureConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._last_barrier = 0
+        self.delivered = 0
+        self.delivery_seconds: list[float] = []
+        self.failure: LineageCaptureError | None = None
+        self.last_error: str | None = None
+
+    def open(self) -> None:
+        """Nothing to connect to."""
+
+    def close(self) -> None:
+        """Nothing to deliver."""
+
+    def record(self, record: BatchRecord) -> bool:
+        if record.tables_only:
+            return True
+        with self._lock:
+            if record.barrier_id is None:
+                self._last_barrier += 1
+                record.barrier_id = self._last_barrier
+            self.delivered += 1
+        return True
+
+    def record_tables(self, job: str, sources: list[TableAt], sinks: list[TableAt] | None = None) -> bool:
+        return True
+
+    def flush(self) -> bool:
+        return True
+
+    def pending(self) -> int:
+        return 0
