@@ -190,7 +190,12 @@ class LineageCapture:
         self._thread: threading.Thread | None = None
         self._listener: Any = None
         self._previous_env: dict[str, str | None] = {}
-        self.ol = _OpenLineage(self.conf, config.job, spark)
+        # The Airflow run and Spark application behind this job's commits, as their
+        # snapshots' properties name them: kept with each barrier and on the events.
+        from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
+        self.run_properties = commit_properties(spark_app_id=spark_app_id(spark))
+        self.ol = _OpenLineage(self.conf, config.job, spark, self.run_properties)
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -383,7 +388,7 @@ class LineageCapture:
         sources = list(self._pending_scans.values())
         self._pending_scans.clear()
         sinks = [] if raw.get("commit_kind") == "COMPACT" else [sink]
-        record = BatchRecord(self.config.job, None, sources, sinks, streaming=False)
+        record = BatchRecord(self.config.job, None, sources, sinks, streaming=False, run=self.run_properties)
         self.recorder.record(record)
         self.ol.batch_job(record)
 
@@ -443,7 +448,7 @@ class LineageCapture:
         self._forget_scans(served)
         if not sources and not sinks:
             return
-        record = BatchRecord(self.config.job, batch_id, sources, sinks, streaming=True)
+        record = BatchRecord(self.config.job, batch_id, sources, sinks, streaming=True, run=self.run_properties)
         self.recorder.record(record)
         self.ol.micro_batch(query_id, record)
 
@@ -596,11 +601,14 @@ def _plan_sources(plan: Any, spark: Any = None) -> dict[str, TableAt]:
 class _OpenLineage:
     """The capture's OpenLineage side: one emitter, one run per query or batch write."""
 
-    def __init__(self, conf: Mapping[str, Any], job: str, spark: Any) -> None:
+    def __init__(
+        self, conf: Mapping[str, Any], job: str, spark: Any, run_properties: Mapping[str, str] | None = None
+    ) -> None:
         from airflow_provider_paimon.lineage.openlineage import PaimonLineageEmitter
 
         self.emitter = PaimonLineageEmitter.from_conf(conf)
         self.conf = dict(conf)
+        self.run_properties = dict(run_properties or {})
         self.job = job
         self.version = getattr(spark, "version", None)
         self.runs: dict[str, Any] = {}
@@ -641,7 +649,8 @@ class _OpenLineage:
     def _run(self, key: str, streaming: bool) -> Any:
         if key not in self.runs:
             self.runs[key] = self.emitter.new_run(
-                self.job, streaming=streaming, parent_conf=self.conf, engine_version=self.version
+                self.job, streaming=streaming, parent_conf=self.conf, engine_version=self.version,
+                run_properties=self.run_properties,
             )
         return self.runs[key]
 
@@ -670,7 +679,8 @@ class _OpenLineage:
     def batch_job(self, record: BatchRecord) -> None:
         if self.enabled:
             run = self.emitter.new_run(
-                self.job, streaming=False, parent_conf=self.conf, engine_version=self.version
+                self.job, streaming=False, parent_conf=self.conf, engine_version=self.version,
+                run_properties=self.run_properties,
             )
             sources = [self._ref(s) for s in record.sources]
             sinks = [self._ref(s) for s in record.sinks]

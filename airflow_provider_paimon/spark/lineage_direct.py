@@ -230,8 +230,15 @@ def _take_scans(config: CaptureConfig) -> list[Any]:
     return list(latest.values())
 
 
-def on_commit(opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None) -> None:
-    """A committed write: one barrier with the job's scans since its last commit."""
+def on_commit(
+    opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None,
+    run: Mapping[str, str] | None = None,
+) -> None:
+    """A committed write: one barrier with the job's scans since its last commit.
+
+    ``run``: the commit's run properties (Airflow run, Spark application), kept with
+    the barrier (``barrier_run``).
+    """
     if not direct(opts):
         return
     try:
@@ -242,7 +249,8 @@ def on_commit(opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | Non
         sinks = [] if str(commit_kind).upper().endswith("COMPACT") else [_table_at(opts, snapshot_id)]
         if not sources and not sinks:
             return
-        _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None))
+        _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None,
+                                    run=dict(run or {})))
     except Exception as err:  # noqa: BLE001 - the commit happened; lineage never undoes it
         log.error("lineage of the write to %s not recorded: %s", opts.table, _safe(err, opts))
 

@@ -83,6 +83,9 @@ class BatchRecord:
     sinks: list[TableAt] = field(default_factory=list)
     streaming: bool = True
     tables_only: bool = False  # table lineage only (a query's sources, known at its start)
+    #: the Airflow run and Spark application behind the barrier, as the snapshots'
+    #: properties name them (``paimon/commit_properties``); {} when unknown
+    run: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -97,6 +100,7 @@ class BatchRecord:
             sinks=[TableAt(**t) for t in data.get("sinks", [])],
             streaming=bool(data.get("streaming", True)),
             tables_only=bool(data.get("tables_only", False)),
+            run={str(k): str(v) for k, v in (data.get("run") or {}).items()},
         )
 
     def describe(self) -> str:
@@ -285,14 +289,20 @@ class LineageRecorder:
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }
+        from airflow_provider_paimon.lineage.entities import BarrierRun
         from airflow_provider_paimon.lineage.meta import store_rows
 
+        runs = []
+        if want_data and record.run and record.barrier_id is not None:
+            run = BarrierRun.from_properties(record.job, record.barrier_id, record.run)
+            runs = [] if run.empty else [run]
         store_rows(
             store,
             source_tables=[t for kind, t in tables if kind == "source"],
             sink_tables=[t for kind, t in tables if kind == "sink"],
             source_data=data["source"],
             sink_data=data["sink"],
+            runs=runs,
         )
         self._tables_done.update(new_keys)
         self.delivered += 1

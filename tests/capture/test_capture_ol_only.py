@@ -8,11 +8,15 @@ receiver and validated against the OpenLineage spec; the same events as with a s
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
 from olspec import LineageReceiver, validate_event
+from pypaimon import CatalogFactory
 
+from airflow_provider_paimon.paimon.commit_properties import airflow_env
+from airflow_provider_paimon.spark.branch_redirect import register_data_source
 from airflow_provider_paimon.spark.lineage_capture import enable_from_conf
 from airflow_provider_paimon.spark.lineage_recorder import RunSequenceRecorder
 
@@ -31,6 +35,23 @@ def no_store(tmp_path, monkeypatch):
     return home
 
 
+@contextlib.contextmanager
+def airflow_task(spark, **names):
+    """The driver runs as an Airflow task try would (AIRFLOW_CTX_*), then no more.
+
+    The data source is registered again on the way out, so later tests of the shared
+    session commit without this run's properties.
+    """
+    env = airflow_env(**names)
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
+        register_data_source(spark)
+
+
 def _files(root):
     return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
 
@@ -46,7 +67,8 @@ def test_batch_writes_emit_openlineage_without_a_store(spark, warehouse, tmp_pat
     catalog = make_tables(warehouse, "db.src", "db.dst")
     append(catalog, "db.src", range(5))
     spool = tmp_path / "spool"
-    with LineageReceiver() as receiver, configured(
+    task = airflow_task(spark, dag_id="orders", run_id="manual__1", task_id="load", try_number=2)
+    with task, LineageReceiver() as receiver, configured(
         spark,
         {
             "spark.paimon.lineage.job": "etl.olonly",
@@ -85,6 +107,18 @@ def test_batch_writes_emit_openlineage_without_a_store(spark, warehouse, tmp_pat
         assert [s["snapshotId"] for s in facet["sinks"]] == [n]
         assert [s["snapshotId"] for s in facet["sources"]] == [1]
     assert events[0]["run"]["runId"] != events[2]["run"]["runId"]  # one OpenLineage run per write
+    # every event names the Airflow task try and Spark application, as the snapshots do
+    snapshot = CatalogFactory.create({"warehouse": warehouse}).get_table("db.dst").snapshot_manager().get_latest_snapshot()
+    props = snapshot.properties
+    assert props["airflow.dag_id"] == "orders" and props["spark.app.id"] == spark.sparkContext.applicationId
+    for event in events:
+        assert event["run"]["facets"]["paimon_run"] == {
+            "_producer": event["run"]["facets"]["paimon_run"]["_producer"],
+            "_schemaURL": event["run"]["facets"]["paimon_run"]["_schemaURL"],
+            "dagId": props["airflow.dag_id"], "runId": props["airflow.run_id"],
+            "taskId": props["airflow.task_id"], "tryNumber": int(props["airflow.try_number"]),
+            "sparkAppId": props["spark.app.id"],
+        }
 
 
 def test_streaming_query_emits_openlineage_without_a_store(spark, warehouse, tmp_path, no_store):
@@ -134,3 +168,6 @@ def test_streaming_query_emits_openlineage_without_a_store(spark, warehouse, tmp
     assert [[s["snapshotId"] for s in f["sinks"]] for f in facets] == [[1], [2]]
     assert [e["outputs"][0]["facets"]["version"]["datasetVersion"] for e in running] == ["1", "2"]
     assert len({e["run"]["runId"] for e in events}) == 1  # one run: the query
+    app_id = spark.sparkContext.applicationId  # outside Airflow: the Spark application only
+    assert {e["run"]["facets"]["paimon_run"]["sparkAppId"] for e in events} == {app_id}
+    assert not [e for e in events if "dagId" in e["run"]["facets"]["paimon_run"]]
