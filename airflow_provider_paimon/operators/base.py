@@ -31,7 +31,7 @@ from airflow_provider_paimon.hooks.spark_job import (
     airflow_context_env,
     missing_spark_connection,
 )
-from airflow_provider_paimon.operators.links import PaimonLineageLink
+from airflow_provider_paimon.operators.links import MarquezLink, PaimonLineageLink
 from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
@@ -73,8 +73,9 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     action: ClassVar[str] = ""
     template_fields: Sequence[str] = ("table", "warehouse", "paimon_conn_id", "conf", "spark_name")
     ui_color = "#d3eafc"
-    #: "Paimon lineage": the lineage page at the snapshot the try committed (``links.py``)
-    operator_extra_links = (PaimonLineageLink(),)
+    #: "Paimon lineage": the lineage page at the snapshot the try committed; "Marquez":
+    #: the Spark job in Marquez when its web URL is configured (``links.py``)
+    operator_extra_links = (PaimonLineageLink(), MarquezLink())
 
     def __init__(
         self,

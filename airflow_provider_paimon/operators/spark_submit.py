@@ -36,6 +36,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
 from airflow_provider_paimon.operators.base import checked_log_level
+from airflow_provider_paimon.operators.links import MarquezLink
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets, mask_url
 from airflow_provider_paimon.operators.templating import is_templated
@@ -95,6 +96,8 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     #: masked as soon as rendered, so the stored rendered fields show ``***``
     secret_url_fields = ("lineage_url",)
     ui_color = "#fde8c8"
+    #: "Marquez": the job's Spark run in Marquez when its web URL is configured (``links.py``)
+    operator_extra_links = (MarquezLink(),)
 
     def __init__(
         self,
