@@ -170,6 +170,7 @@ HEAVY_FILES_FIRST = (
     "tests/streaming/test_streaming_expire.py",
     "tests/s3/test_s3_capabilities.py",
     "tests/capture/test_capture_spark.py",
+    "tests/capture/test_capture_ol_only.py",
     "tests/docs/test_readme.py",
     "tests/docs/test_shell_samples.py",
     "tests/streaming/test_streaming_kill.py",

@@ -5,7 +5,7 @@ docs/lineage.md for the schema, the API and the ``paimon-lineage`` command.
 """
 
 from .cascade import CascadePlan, CascadeTable, plan_cascade
-from .entities import DataLineage, LineageFilter, SnapshotRef, TableLineage
+from .entities import BarrierRun, DataLineage, LineageFilter, SnapshotRef, TableLineage
 from .errors import (
     InvalidLineageArgumentError,
     LineageCycleError,
@@ -35,6 +35,7 @@ from .url import DEFAULT_DATABASE, ENV_URL, default_url, mask_url
 
 __all__ = [
     "CascadePlan",
+    "BarrierRun",
     "CascadeTable",
     "LineageCycleError",
     "UnknownLineageSnapshotError",

@@ -194,3 +194,55 @@ class SnapshotRef:
     def __str__(self) -> str:
         suffix = "" if self.branch == MAIN_BRANCH else f"$branch_{self.branch}"
         return f"{self.database}.{self.table}{suffix}@{self.snapshot_id}"
+
+
+@dataclass(frozen=True)
+class BarrierRun:
+    """The Airflow task try and Spark application behind barrier ``barrier_id`` of a job.
+
+    What the barrier's snapshots carry in their ``properties`` (``paimon/commit_properties``),
+    kept beside the lineage so a barrier found by lineage names its run without opening
+    the table. Every field but the key is optional: outside Airflow only the Spark
+    application id is known. Key: job, barrier_id.
+    """
+
+    job: str
+    barrier_id: int
+    dag_id: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    try_number: int | None = None
+    map_index: int | None = None
+    spark_app_id: str | None = None
+    create_time: datetime | None = None
+
+    def __post_init__(self) -> None:
+        check_name("job", self.job)
+        check_id("barrier_id", self.barrier_id, 0)
+        for name in ("dag_id", "run_id", "task_id", "spark_app_id"):
+            value = getattr(self, name)
+            if value is not None:
+                # names of the run: cut to what the store keeps rather than refuse lineage
+                object.__setattr__(self, name, str(value).strip()[:MAX_NAME_LENGTH] or None)
+        for name in ("try_number", "map_index"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidLineageArgumentError(f"{name} must be an integer or None, got {value!r}")
+        object.__setattr__(self, "create_time", normalize_time(self.create_time))
+
+    @property
+    def empty(self) -> bool:
+        """Nothing known about the run (nothing worth a row)."""
+        return not any((self.dag_id, self.run_id, self.task_id, self.spark_app_id))
+
+    @classmethod
+    def from_properties(cls, job: str, barrier_id: int, properties: dict[str, str] | None) -> BarrierRun:
+        """From a commit's run properties (``commit_properties``: ``airflow.*``, ``spark.app.id``)."""
+        from ..paimon.commit_properties import SPARK_APP_ID, run_of
+
+        props = dict(properties or {})
+        ref = run_of(props)
+        if ref is None:
+            return cls(job, barrier_id, spark_app_id=props.get(SPARK_APP_ID) or None)
+        return cls(job, barrier_id, ref.dag_id, ref.run_id, ref.task_id, ref.try_number, ref.map_index,
+                   ref.spark_app_id)

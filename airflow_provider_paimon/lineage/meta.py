@@ -213,13 +213,26 @@ def store_rows(
     sink_tables: list[TableLineage],
     source_data: list[DataLineage],
     sink_data: list[DataLineage],
+    runs: list[Any] | None = None,
 ) -> None:
-    """One barrier's rows: in one call when the store can, else one call per row."""
+    """One barrier's rows: in one call when the store can, else one call per row.
+
+    ``runs`` (``BarrierRun``: the Airflow run and Spark application of the barrier) are
+    kept by stores that know them (``store_barrier_runs``; ours, in the same
+    transaction); a store of another ``lineage-meta`` without that method skips them.
+    """
+    runs = list(runs or [])
     batch = getattr(meta, "store_lineage", None)
     if callable(batch):
-        batch(source_tables=source_tables, sink_tables=sink_tables,
-              source_data=source_data, sink_data=sink_data)
+        if runs and callable(getattr(meta, "store_barrier_runs", None)):
+            batch(source_tables=source_tables, sink_tables=sink_tables,
+                  source_data=source_data, sink_data=sink_data, runs=runs)
+        else:
+            batch(source_tables=source_tables, sink_tables=sink_tables,
+                  source_data=source_data, sink_data=sink_data)
         return
+    if runs and callable(getattr(meta, "store_barrier_runs", None)):
+        meta.store_barrier_runs(runs)
     for entity in source_tables:
         meta.store_source_table_lineage(entity)
     for entity in sink_tables:

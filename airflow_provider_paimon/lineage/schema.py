@@ -4,8 +4,9 @@ Version 1 is the Paimon lineage proposal's schema exactly: ``source_job_lineage`
 (job, database, table, create_time; key job+database+table),
 ``source_snapshot_lineage``/``sink_snapshot_lineage`` (job, barrier_id, database,
 table, snapshot_id, create_time; key job+barrier_id+database+table) and ``options``.
-Later versions only add (a ``branch`` column, lookup indexes, the barrier sequence),
-so the Paimon lineage proposal's SQL keeps running on the store. ``schema_version`` holds one row per
+Later versions only add (a ``branch`` column, lookup indexes, the barrier sequence,
+``barrier_run``: the Airflow task try and Spark application of each barrier), so the
+Paimon lineage proposal's SQL keeps running on the store. ``schema_version`` holds one row per
 applied migration; a store whose version is newer than ``LATEST_VERSION`` is refused
 rather than written with an old idea of the schema.
 
@@ -35,6 +36,7 @@ SINK_SNAPSHOT = "sink_snapshot_lineage"
 OPTIONS = "options"
 BARRIER_SEQUENCE = "barrier_sequence"
 SCHEMA_VERSION = "schema_version"
+BARRIER_RUN = "barrier_run"
 
 #: The tables users may read (the Spark ``paimon-lineage`` source offers these).
 READABLE_TABLES = (SOURCE_JOB, SINK_JOB, SOURCE_SNAPSHOT, SINK_SNAPSHOT, OPTIONS)
@@ -95,6 +97,21 @@ barrier_sequence = sa.Table(
     sa.Column("job", NAME, primary_key=True),
     sa.Column("last_barrier_id", ID, nullable=False),
 )
+# The run behind each barrier (version 4): what its snapshots' properties say. Every
+# column but the key is nullable: outside Airflow only the Spark application is known.
+barrier_run = sa.Table(
+    BARRIER_RUN,
+    metadata,
+    sa.Column("job", NAME, primary_key=True),
+    sa.Column("barrier_id", ID, primary_key=True, autoincrement=False),
+    sa.Column("dag_id", NAME, nullable=True),
+    sa.Column("run_id", NAME, nullable=True),
+    sa.Column("task_id", NAME, nullable=True),
+    sa.Column("try_number", sa.Integer(), nullable=True),
+    sa.Column("map_index", sa.Integer(), nullable=True),
+    sa.Column("spark_app_id", NAME, nullable=True),
+    sa.Column("create_time", TIME, nullable=False),
+)
 schema_version = sa.Table(
     SCHEMA_VERSION,
     metadata,
@@ -138,6 +155,10 @@ def _v3_barrier_sequence(conn: sa.Connection) -> None:
     barrier_sequence.create(conn, checkfirst=True)
 
 
+def _v4_barrier_run(conn: sa.Connection) -> None:
+    barrier_run.create(conn, checkfirst=True)
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -149,6 +170,7 @@ MIGRATIONS = (
     Migration(1, "seed tables: job and snapshot lineage, options", _v1_seed_tables),
     Migration(2, "branch column and lookup indexes", _v2_branch_and_indexes),
     Migration(3, "per-job barrier sequence for batch jobs", _v3_barrier_sequence),
+    Migration(4, "barrier_run: the Airflow run and Spark application of each barrier", _v4_barrier_run),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -27,7 +27,15 @@ from airflow_provider_paimon.paimon.secrets import is_secret
 
 from . import schema
 from .engine import IMMEDIATE, create_mysql_database, create_store_engine, ensure_schema
-from .entities import DataLineage, LineageFilter, SnapshotRef, TableLineage, check_id, check_name
+from .entities import (
+    BarrierRun,
+    DataLineage,
+    LineageFilter,
+    SnapshotRef,
+    TableLineage,
+    check_id,
+    check_name,
+)
 from .errors import (
     InvalidLineageArgumentError,
     LineageError,
@@ -197,8 +205,13 @@ class LineageStore:
         sink_tables: Iterable[TableLineage] = (),
         source_data: Iterable[DataLineage] = (),
         sink_data: Iterable[DataLineage] = (),
+        runs: Iterable[BarrierRun] = (),
     ) -> int:
-        """Record all given lineage in ONE transaction (all or nothing); return the count."""
+        """Record all given lineage in ONE transaction (all or nothing); return the count.
+
+        ``runs``: the Airflow run / Spark application of barriers (``barrier_run``); a
+        barrier recorded again (a replayed micro-batch, a retry) keeps the latest run.
+        """
         groups = {
             schema.SOURCE_JOB: _entities(source_tables, TableLineage),
             schema.SINK_JOB: _entities(sink_tables, TableLineage),
@@ -207,14 +220,32 @@ class LineageStore:
         }
         now = datetime.now(timezone.utc)
         rows = {name: [_row(e, now) for e in items] for name, items in groups.items()}
+        run_rows = [_run_row(r, now) for r in _entities(runs, BarrierRun)]
 
         def write(conn: sa.Connection) -> int:
             for name, table_rows in rows.items():
                 update = ("branch",) if name in schema.JOB_TABLES else ("snapshot_id", "branch")
                 self._upsert(conn, schema.TABLES[name], [dict(r) for r in table_rows], update)
-            return sum(len(r) for r in rows.values())
+            self._upsert(conn, schema.barrier_run, [dict(r) for r in run_rows], _RUN_UPDATE)
+            return sum(len(r) for r in rows.values()) + len(run_rows)
 
         return self.run("store lineage", write, write=True)
+
+    def store_barrier_runs(self, runs: Iterable[BarrierRun]) -> int:
+        """Record which Airflow run / Spark application made barriers (``barrier_run``)."""
+        return self.store_lineage(runs=runs)
+
+    def barrier_runs(self, job: str | None = None, barrier_id: int | None = None) -> list[BarrierRun]:
+        """The recorded runs of barriers, by job and barrier id (all when not given)."""
+        table = schema.barrier_run
+        conds = []
+        if job is not None:
+            conds.append(table.c.job == check_name("job", job))
+        if barrier_id is not None:
+            conds.append(table.c.barrier_id == check_id("barrier_id", barrier_id, 0))
+        query = sa.select(table).where(*conds).order_by(*table.primary_key.columns)
+        rows = self.run("read barrier runs", lambda c: c.execute(query).all())
+        return [_run_entity(r) for r in rows]
 
     def store_source_table_lineage(self, entity: TableLineage) -> None:
         """Record that ``entity.job`` reads ``entity.database.table``."""
@@ -344,9 +375,12 @@ class LineageStore:
     def delete_data_lineage(self, job: str) -> int:
         """Delete ``job``'s source and sink data lineage (the Paimon lineage proposal's ``delete-data-lineage``).
 
-        The job's barrier sequence is kept, so later batch runs never reuse an id.
+        The job's barrier sequence is kept, so later batch runs never reuse an id. The
+        barriers' runs (``barrier_run``) go with them.
         """
-        return self._delete([schema.source_snapshot_lineage, schema.sink_snapshot_lineage], job)
+        return self._delete(
+            [schema.source_snapshot_lineage, schema.sink_snapshot_lineage, schema.barrier_run], job
+        )
 
     def read_table(self, name: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """All rows of one readable table, as (column names, rows) (for the Spark source)."""
@@ -443,6 +477,25 @@ def _row(entity: TableLineage | DataLineage, now: datetime) -> dict[str, Any]:
         row["barrier_id"] = entity.barrier_id
         row["snapshot_id"] = entity.snapshot_id
     return row
+
+
+_RUN_UPDATE = ("dag_id", "run_id", "task_id", "try_number", "map_index", "spark_app_id", "create_time")
+
+
+def _run_row(run: BarrierRun, now: datetime) -> dict[str, Any]:
+    created = (run.create_time or now).astimezone(timezone.utc).replace(tzinfo=None)
+    return {"job": run.job, "barrier_id": run.barrier_id, "dag_id": run.dag_id, "run_id": run.run_id,
+            "task_id": run.task_id, "try_number": run.try_number, "map_index": run.map_index,
+            "spark_app_id": run.spark_app_id, "create_time": created}
+
+
+def _run_entity(row: Any) -> BarrierRun:
+    entity = object.__new__(BarrierRun)
+    for name in ("job", "barrier_id", "dag_id", "run_id", "task_id", "try_number", "map_index",
+                 "spark_app_id"):
+        object.__setattr__(entity, name, getattr(row, name))
+    object.__setattr__(entity, "create_time", _aware(row.create_time))
+    return entity
 
 
 def _filter(where: LineageFilter | None, conditions: dict[str, Any]) -> LineageFilter:

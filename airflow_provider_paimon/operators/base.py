@@ -31,8 +31,17 @@ from airflow_provider_paimon.hooks.spark_job import (
     airflow_context_env,
     missing_spark_connection,
 )
-from airflow_provider_paimon.operators.links import PaimonLineageLink
+from airflow_provider_paimon.operators.links import (
+    MarquezLink,
+    PaimonLineageLink,
+    committed_snapshot,
+)
 from airflow_provider_paimon.operators.openlineage_mixin import PaimonOpenLineageMixin
+from airflow_provider_paimon.operators.run_tagging import (
+    check_run_tag,
+    run_tag_for,
+    tag_committed_snapshot,
+)
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
@@ -57,6 +66,9 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     :param spark_conn_id: ``spark`` connection naming the master (default ``spark_default``).
     :param conf: Spark configuration (``--conf``), templated.
     :param spark_name: Spark application name; default ``{dag_id}.{task_id}``.
+    :param run_tag: ``True`` (or a tag prefix): once the job succeeded, tag the snapshot it
+        committed with the DAG run's tag, ``{prefix}-{logical date}`` (prefix: the DAG id);
+        see ``run_tagging.py``. Default ``False``.
     :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``,
         ``driver_memory``, ``total_executor_cores``, ``packages``, ``verbose``...).
     :param spark_log_level: level of Spark's own driver logs in the task log (``WARN``;
@@ -73,8 +85,9 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     action: ClassVar[str] = ""
     template_fields: Sequence[str] = ("table", "warehouse", "paimon_conn_id", "conf", "spark_name")
     ui_color = "#d3eafc"
-    #: "Paimon lineage": the lineage page at the snapshot the try committed (``links.py``)
-    operator_extra_links = (PaimonLineageLink(),)
+    #: "Paimon lineage": the lineage page at the snapshot the try committed; "Marquez":
+    #: the Spark job in Marquez when its web URL is configured (``links.py``)
+    operator_extra_links = (PaimonLineageLink(), MarquezLink())
 
     def __init__(
         self,
@@ -88,11 +101,16 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         spark_kwargs: dict[str, Any] | None = None,
         spark_log_level: str | None = DEFAULT_LOG_LEVEL,
         run_in: str = "spark",
+        run_tag: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.run_in = checked_run_in(run_in, self.job_family)
         self.spark_log_level = checked_log_level(spark_log_level)
+        try:
+            self.run_tag_prefix = check_run_tag(run_tag)
+        except InvalidArgumentError as err:
+            raise ValueError(f"{self.task_id}: {err}") from None
         self.table = table
         self.warehouse = warehouse
         self.paimon_conn_id = paimon_conn_id
@@ -205,8 +223,30 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         self._job_hook = self.make_job_hook(context)
         result = self._job_hook.run() or {}  # our jobs always report (require_result)
         self.last_result = result
+        self.tag_the_run(context, result)
         self.report(result)
         return result
+
+    def tag_the_run(self, context: Context, result: dict[str, Any]) -> None:
+        """``run_tag``: tag the committed snapshot with the run's tag (``result["run_tag"]``)."""
+        if self.run_tag_prefix is None:
+            return
+        snapshot_id = committed_snapshot(self)
+        if snapshot_id is None:
+            self.log.info("run_tag: the job committed no snapshot, nothing to tag")
+            return
+        branch = next((b for t, b in self.output_tables() if t == self.table), None)
+        tag = run_tag_for(self.run_tag_prefix, self.dag_id, context)
+        try:
+            done = tag_committed_snapshot(self.paimon_hook, self.table, branch, snapshot_id, tag)
+        except PaimonError as err:
+            raise AirflowFailException(
+                f"{self.task_id}: the job committed snapshot {snapshot_id} of {self.table}, but the "
+                f"run's tag {tag!r} could not be made ({err}); tag it with TagDagRunOperator "
+                "(not retried: a retry would write the data again)"
+            ) from None
+        result["run_tag"] = done
+        self.log.info("run_tag: %s", done)
 
     def report(self, result: dict[str, Any]) -> None:
         """Log the result for people reading the task log (subclasses make it readable)."""

@@ -36,10 +36,18 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
 from airflow_provider_paimon.operators.base import checked_log_level
+from airflow_provider_paimon.operators.links import MarquezLink
+from airflow_provider_paimon.operators.run_tagging import (
+    check_run_tag,
+    run_tag_for,
+    snapshot_of_try,
+    tag_committed_snapshot,
+)
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.operators.templating import is_templated
-from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
+from airflow_provider_paimon.paimon.names import parse_table_name
 from airflow_provider_paimon.spark.branch_redirect import merge_redirects, redirect_conf
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
 from airflow_provider_paimon.spark.log_level import with_log_level
@@ -77,6 +85,13 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     :param spark_kwargs: other ``SparkSubmitHook`` arguments (``executor_memory``, ...).
     :param spark_log_level: level of Spark's own driver logs in the task log (``WARN``;
         ``None`` keeps Spark's configuration), see ``spark/log_level.py``.
+    :param run_tag: ``True`` (or a tag prefix): once the application succeeded, tag the
+        snapshot it committed to each of ``run_tag_tables`` with the DAG run's tag,
+        ``{prefix}-{logical date}`` (prefix: the DAG id); the snapshot is the latest whose
+        properties name this task try (see ``run_tagging.py``). Default ``False``.
+    :param run_tag_tables: the tables (``db.table``) the application writes, for
+        ``run_tag`` (templated); a table redirected by ``branch_redirects`` is tagged on
+        that branch. Tables are read through ``paimon_conn_id`` (default ``paimon_default``).
     """
 
     template_fields: Sequence[str] = (
@@ -90,11 +105,14 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         "name",
         "conf",
         "branch_redirects",
+        "run_tag_tables",
     )
     template_fields_renderers = {"conf": "json", "application_args": "json", "branch_redirects": "json"}
     #: masked as soon as rendered, so the stored rendered fields show ``***``
     secret_url_fields = ("lineage_url",)
     ui_color = "#fde8c8"
+    #: "Marquez": the job's Spark run in Marquez when its web URL is configured (``links.py``)
+    operator_extra_links = (MarquezLink(),)
 
     def __init__(
         self,
@@ -113,10 +131,22 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         py_files: list[str] | None = None,
         spark_kwargs: dict[str, Any] | None = None,
         spark_log_level: str | None = DEFAULT_LOG_LEVEL,
+        run_tag: bool | str = False,
+        run_tag_tables: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.spark_log_level = checked_log_level(spark_log_level)
+        try:
+            self.run_tag_prefix = check_run_tag(run_tag)
+        except InvalidArgumentError as err:
+            raise ValueError(f"{self.task_id}: {err}") from None
+        self.run_tag_tables = list(run_tag_tables or [])
+        if self.run_tag_prefix is not None and not self.run_tag_tables:
+            raise ValueError(
+                f"{self.task_id}: run_tag needs run_tag_tables, the tables the application "
+                "writes (e.g. run_tag_tables=['db.orders'])"
+            )
         self.application = application
         self.application_args = list(application_args or [])
         self.paimon_conn_id = paimon_conn_id
@@ -197,13 +227,49 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any] | None:
+        if self.run_tag_prefix is not None:  # names checked before paying for a submit
+            for table in self.run_tag_tables:
+                try:
+                    parse_table_name(str(table))
+                except PaimonError as err:
+                    raise AirflowFailException(f"run_tag_tables: {err}; nothing was submitted") from None
         self._hook = self.make_hook(context)
         result = self._hook.run()
         if result is None:
             self.log.info("%s finished (it printed no PAIMON_RESULT line)", self.application)
         else:
             self.log.info("%s result: %s", Path(self.application).name, result)
+        if self.run_tag_prefix is not None:
+            tags = self.tag_the_run(context)
+            result = {**(result or {}), "run_tag": tags}
         return result
+
+    def tag_the_run(self, context: Context) -> list[dict[str, Any]]:
+        """``run_tag``: the run's tag on the snapshot this try committed to each table."""
+        from airflow_provider_paimon.hooks.paimon import PaimonHook
+
+        hook = PaimonHook((self.paimon_conn_id or "").strip() or PaimonHook.default_conn_name)
+        tag = run_tag_for(self.run_tag_prefix or "", self.dag_id, context)
+        try_env = airflow_context_env(context)
+        redirects = self.branch_redirects if isinstance(self.branch_redirects, dict) else {}
+        done = []
+        for table in self.run_tag_tables:
+            table = str(table)
+            branch = redirects.get(table)
+            try:
+                snapshot_id = snapshot_of_try(hook, table, branch, try_env)
+                if snapshot_id is None:
+                    self.log.warning("run_tag: this try committed nothing to %s; no tag there", table)
+                    continue
+                done.append({"table": table, **tag_committed_snapshot(hook, table, branch, snapshot_id, tag)})
+            except PaimonError as err:
+                raise AirflowFailException(
+                    f"{self.task_id}: the application succeeded, but the run's tag {tag!r} could not "
+                    f"be made on {table} ({err}); tag it with TagDagRunOperator (not retried: a "
+                    "retry would run the application again)"
+                ) from None
+        self.log.info("run_tag: %s", done)
+        return done
 
     def on_kill(self) -> None:
         if self._hook is not None:

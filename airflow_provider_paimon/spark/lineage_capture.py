@@ -36,6 +36,9 @@ writes the same rows. Store outages: see ``lineage_recorder`` (spool, then ``buf
 or ``fail``). OpenLineage, when configured (``spark.paimon.openlineage.*``, Airflow's
 ``spark.openlineage.*`` or openlineage-python's own config): START when a query starts,
 RUNNING per micro-batch, COMPLETE/FAIL when it ends; START and COMPLETE per batch write.
+OpenLineage configured in the Spark conf is enough on its own: without a store the
+capture runs for the events (``CaptureConfig.store`` False, ``RunSequenceRecorder``:
+nothing written, a batch write's id is its number within the run).
 
 Memory: a streaming job runs for months, so nothing here grows per micro-batch. The
 per-batch entries (sink commits waiting for their batch's progress, stream scan events
@@ -67,6 +70,7 @@ from .lineage_recorder import (
     BatchRecord,
     LineageCaptureError,
     LineageRecorder,
+    RunSequenceRecorder,
     TableAt,
     spool_dir_for,
 )
@@ -149,18 +153,27 @@ def active_capture(spark: Any) -> LineageCapture | None:
 class LineageCapture:
     """One session's capture: event log reader, query listener, recorder, OpenLineage."""
 
-    def __init__(self, spark: Any, config: CaptureConfig, recorder: LineageRecorder | None = None) -> None:
+    def __init__(
+        self, spark: Any, config: CaptureConfig, recorder: LineageRecorder | RunSequenceRecorder | None = None
+    ) -> None:
         self.spark = spark
         self.config = config
         self.conf = _spark_conf(spark)
-        self.recorder = recorder or LineageRecorder(config, on_failure=self._on_store_failure)
+        if recorder is None:
+            # no store (OpenLineage only): batch ids from the run, nothing written
+            recorder = (
+                LineageRecorder(config, on_failure=self._on_store_failure)
+                if config.store
+                else RunSequenceRecorder(config)
+            )
+        self.recorder = recorder
         self.closed = False
         run_id = uuid.uuid4().hex
         self.event_log = os.path.join(spool_dir_for(config), f"events-{run_id}.jsonl")
         # onStoreFailure=fail: sinks check the store before each commit (lineage_guard).
         self.check_file = (
             os.path.join(spool_dir_for(config), f"precommit-check-{run_id}.json")
-            if config.on_store_failure == FAIL
+            if config.on_store_failure == FAIL and config.store
             else None
         )
         self._offset = 0
@@ -177,7 +190,12 @@ class LineageCapture:
         self._thread: threading.Thread | None = None
         self._listener: Any = None
         self._previous_env: dict[str, str | None] = {}
-        self.ol = _OpenLineage(self.conf, config.job, spark)
+        # The Airflow run and Spark application behind this job's commits, as their
+        # snapshots' properties name them: kept with each barrier and on the events.
+        from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+
+        self.run_properties = commit_properties(spark_app_id=spark_app_id(spark))
+        self.ol = _OpenLineage(self.conf, config.job, spark, self.run_properties)
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -370,7 +388,7 @@ class LineageCapture:
         sources = list(self._pending_scans.values())
         self._pending_scans.clear()
         sinks = [] if raw.get("commit_kind") == "COMPACT" else [sink]
-        record = BatchRecord(self.config.job, None, sources, sinks, streaming=False)
+        record = BatchRecord(self.config.job, None, sources, sinks, streaming=False, run=self.run_properties)
         self.recorder.record(record)
         self.ol.batch_job(record)
 
@@ -430,7 +448,7 @@ class LineageCapture:
         self._forget_scans(served)
         if not sources and not sinks:
             return
-        record = BatchRecord(self.config.job, batch_id, sources, sinks, streaming=True)
+        record = BatchRecord(self.config.job, batch_id, sources, sinks, streaming=True, run=self.run_properties)
         self.recorder.record(record)
         self.ol.micro_batch(query_id, record)
 
@@ -583,11 +601,14 @@ def _plan_sources(plan: Any, spark: Any = None) -> dict[str, TableAt]:
 class _OpenLineage:
     """The capture's OpenLineage side: one emitter, one run per query or batch write."""
 
-    def __init__(self, conf: Mapping[str, Any], job: str, spark: Any) -> None:
+    def __init__(
+        self, conf: Mapping[str, Any], job: str, spark: Any, run_properties: Mapping[str, str] | None = None
+    ) -> None:
         from airflow_provider_paimon.lineage.openlineage import PaimonLineageEmitter
 
         self.emitter = PaimonLineageEmitter.from_conf(conf)
         self.conf = dict(conf)
+        self.run_properties = dict(run_properties or {})
         self.job = job
         self.version = getattr(spark, "version", None)
         self.runs: dict[str, Any] = {}
@@ -628,7 +649,8 @@ class _OpenLineage:
     def _run(self, key: str, streaming: bool) -> Any:
         if key not in self.runs:
             self.runs[key] = self.emitter.new_run(
-                self.job, streaming=streaming, parent_conf=self.conf, engine_version=self.version
+                self.job, streaming=streaming, parent_conf=self.conf, engine_version=self.version,
+                run_properties=self.run_properties,
             )
         return self.runs[key]
 
@@ -657,7 +679,8 @@ class _OpenLineage:
     def batch_job(self, record: BatchRecord) -> None:
         if self.enabled:
             run = self.emitter.new_run(
-                self.job, streaming=False, parent_conf=self.conf, engine_version=self.version
+                self.job, streaming=False, parent_conf=self.conf, engine_version=self.version,
+                run_properties=self.run_properties,
             )
             sources = [self._ref(s) for s in record.sources]
             sinks = [self._ref(s) for s in record.sinks]

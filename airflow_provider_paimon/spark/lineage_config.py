@@ -81,6 +81,8 @@ class CaptureConfig:
     #: the store's factory (``lineage-meta``) and the catalog options it is made from
     meta: str = "jdbc"
     meta_options: dict[str, str] = field(default_factory=dict, repr=False)
+    #: False: OpenLineage events only, no lineage store (see the module docstring)
+    store: bool = True
 
     @property
     def masked_url(self) -> str:
@@ -89,6 +91,8 @@ class CaptureConfig:
         return mask_url(self.url)
 
     def describe(self) -> str:
+        if self.enabled and not self.store:
+            return f"lineage capture on: job={self.job!r} store=none (OpenLineage events only)"
         kinds = [k for k, on in (("table", self.table_lineage), ("data", self.data_lineage)) if on]
         return (
             f"lineage capture {'on' if self.enabled else 'off'}: job={self.job!r} "
@@ -187,8 +191,14 @@ def capture_config(
                 f"jdbc.database={seed.database!r}; give the system database in one place"
             )
         database = seed.database
+    store = True
+    if not enabled and openlineage_requested(conf, env):
+        enabled, store = True, False
+        if not job:
+            raise InvalidArgumentError(f"no job name: set {KEY_JOB} or the Spark application name")
     return CaptureConfig(
         enabled=enabled,
+        store=store,
         job=job,
         url=url,
         database=database or DEFAULT_DATABASE,
@@ -200,6 +210,33 @@ def capture_config(
         meta="jdbc" if seed is None else seed.meta,
         meta_options={} if seed is None else dict(seed.options),
     )
+
+
+def openlineage_requested(conf: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the Spark conf itself asks for OpenLineage events (a store is not needed).
+
+    True for a transport in ``spark.paimon.openlineage.transport.*`` or in the
+    ``spark.openlineage.transport.*`` keys Airflow injects, or for
+    ``spark.paimon.openlineage.enabled=true`` with openlineage-python's own configuration
+    (``OPENLINEAGE_URL``, ``openlineage.yml``...). That configuration alone does not start
+    a capture: it may be there for other tools of the machine. An invalid OpenLineage
+    setting starts no capture (the emitter would be off); it is logged as a warning.
+    """
+    from airflow_provider_paimon.lineage.openlineage.config import KEY_ENABLED as OL_ENABLED
+    from airflow_provider_paimon.lineage.openlineage.config import resolve_settings
+
+    try:
+        settings = resolve_settings(conf, environ)
+    except ValueError as err:
+        import logging
+
+        logging.getLogger(__name__).warning("OpenLineage is off: invalid configuration (%s)", err)
+        return False
+    if not settings.enabled:
+        return False
+    if settings.source in ("paimon-conf", "spark-openlineage-conf"):
+        return True
+    return parse_bool(conf.get(OL_ENABLED), OL_ENABLED, False)
 
 
 def _seed_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:

@@ -48,7 +48,13 @@ SCANS_FILE = "direct-scans.jsonl"
 
 
 def session_descriptor(config: CaptureConfig) -> str:
-    """The capture's settings as the workers compare them (masked URL, no password)."""
+    """The capture's settings as the workers compare them (masked URL, no password).
+
+    A capture without a store (OpenLineage only) records nothing: it says so, and a
+    read or write whose options ask for lineage records it itself (``direct``).
+    """
+    if not config.store:
+        return json.dumps({"store": None, "openlineage_only": True}, sort_keys=True)
     return json.dumps(
         {
             "store": _store_key(config.url, config.database, config.meta),
@@ -84,7 +90,7 @@ def check_session(opts: Any, environ: Mapping[str, str] | None = None) -> None:
     """Refuse options whose lineage settings contradict the session's capture."""
     settings = getattr(opts, "lineage", None)
     session = _session(environ)
-    if settings is None or session is None:
+    if settings is None or session is None or session.get("openlineage_only"):
         return
     problems = []
     if settings.meta != session.get("meta"):
@@ -112,8 +118,11 @@ def direct(opts: Any, environ: Mapping[str, str] | None = None) -> bool:
     """Whether the data source records this read/write itself (options on, no capture)."""
     env = os.environ if environ is None else environ
     settings = getattr(opts, "lineage", None)
-    return bool(settings is not None and settings.enabled and not env.get(SESSION_ENV)
-                and not env.get(EVENT_LOG_ENV))
+    if settings is None or not settings.enabled:
+        return False
+    if (_session(env) or {}).get("openlineage_only"):
+        return True  # the session's capture only emits OpenLineage events: no store rows
+    return not env.get(SESSION_ENV) and not env.get(EVENT_LOG_ENV)
 
 
 def config_for(opts: Any) -> CaptureConfig:
@@ -221,8 +230,15 @@ def _take_scans(config: CaptureConfig) -> list[Any]:
     return list(latest.values())
 
 
-def on_commit(opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None) -> None:
-    """A committed write: one barrier with the job's scans since its last commit."""
+def on_commit(
+    opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None,
+    run: Mapping[str, str] | None = None,
+) -> None:
+    """A committed write: one barrier with the job's scans since its last commit.
+
+    ``run``: the commit's run properties (Airflow run, Spark application), kept with
+    the barrier (``barrier_run``).
+    """
     if not direct(opts):
         return
     try:
@@ -233,7 +249,8 @@ def on_commit(opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | Non
         sinks = [] if str(commit_kind).upper().endswith("COMPACT") else [_table_at(opts, snapshot_id)]
         if not sources and not sinks:
             return
-        _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None))
+        _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None,
+                                    run=dict(run or {})))
     except Exception as err:  # noqa: BLE001 - the commit happened; lineage never undoes it
         log.error("lineage of the write to %s not recorded: %s", opts.table, _safe(err, opts))
 

@@ -83,6 +83,9 @@ class BatchRecord:
     sinks: list[TableAt] = field(default_factory=list)
     streaming: bool = True
     tables_only: bool = False  # table lineage only (a query's sources, known at its start)
+    #: the Airflow run and Spark application behind the barrier, as the snapshots'
+    #: properties name them (``paimon/commit_properties``); {} when unknown
+    run: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -97,6 +100,7 @@ class BatchRecord:
             sinks=[TableAt(**t) for t in data.get("sinks", [])],
             streaming=bool(data.get("streaming", True)),
             tables_only=bool(data.get("tables_only", False)),
+            run={str(k): str(v) for k, v in (data.get("run") or {}).items()},
         )
 
     def describe(self) -> str:
@@ -285,14 +289,20 @@ class LineageRecorder:
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }
+        from airflow_provider_paimon.lineage.entities import BarrierRun
         from airflow_provider_paimon.lineage.meta import store_rows
 
+        runs = []
+        if want_data and record.run and record.barrier_id is not None:
+            run = BarrierRun.from_properties(record.job, record.barrier_id, record.run)
+            runs = [] if run.empty else [run]
         store_rows(
             store,
             source_tables=[t for kind, t in tables if kind == "source"],
             sink_tables=[t for kind, t in tables if kind == "sink"],
             source_data=data["source"],
             sink_data=data["sink"],
+            runs=runs,
         )
         self._tables_done.update(new_keys)
         self.delivered += 1
@@ -395,3 +405,47 @@ def _opener_for(config: CaptureConfig) -> Callable[[str | None, str], Any]:
         return store
 
     return open_store
+
+
+class RunSequenceRecorder:
+    """The recorder of a capture without a store (OpenLineage events only).
+
+    Writes nothing anywhere: it only gives each batch write of the run a batch id, its
+    number within the run (1, 2, ...), as the store's per-job sequence would; a
+    micro-batch keeps its own id. Same interface as ``LineageRecorder``, so the capture
+    does not care which one it has.
+    """
+
+    def __init__(self, config: CaptureConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._last_barrier = 0
+        self.delivered = 0
+        self.delivery_seconds: list[float] = []
+        self.failure: LineageCaptureError | None = None
+        self.last_error: str | None = None
+
+    def open(self) -> None:
+        """Nothing to connect to."""
+
+    def close(self) -> None:
+        """Nothing to deliver."""
+
+    def record(self, record: BatchRecord) -> bool:
+        if record.tables_only:
+            return True
+        with self._lock:
+            if record.barrier_id is None:
+                self._last_barrier += 1
+                record.barrier_id = self._last_barrier
+            self.delivered += 1
+        return True
+
+    def record_tables(self, job: str, sources: list[TableAt], sinks: list[TableAt] | None = None) -> bool:
+        return True
+
+    def flush(self) -> bool:
+        return True
+
+    def pending(self) -> int:
+        return 0

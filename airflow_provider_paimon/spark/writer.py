@@ -195,7 +195,9 @@ class PaimonWriter(DataSourceArrowWriter):
             opts.event_listeners,
             opts.event_log,
         )
-        lineage_direct.on_commit(opts, snapshot.id, str(snapshot.commit_kind))  # option-driven lineage
+        lineage_direct.on_commit(  # option-driven lineage
+            opts, snapshot.id, str(snapshot.commit_kind), run=self.plan.snapshot_properties
+        )
         expire_after_commit(table, branch=opts.branch, options=opts.table_options)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

@@ -26,7 +26,7 @@ from airflow_provider_paimon.operators.compaction import CompactionOperator
 with DAG("paimon_runlink", schedule=None) as dag:
     CompactionOperator(
         task_id="compact", table="db.events", options={"compaction.min.file-num": "2"},
-        spark_kwargs={"driver_memory": "512m"},
+        spark_kwargs={"driver_memory": "512m"}, run_tag=True,
     )
 """
 
@@ -61,10 +61,21 @@ def test_compaction_snapshot_names_the_dag_run(wh, airflow_db, monkeypatch):
     )
     assert link.map_index is None  # not a mapped task
     assert link.spark_app_id and link.spark_app_id.startswith("local-"), snap.properties
+    # run_tag=True: the run's tag holds that snapshot (named from the run; dag.test's run
+    # has a logical date)
+    tags = {name: snap_id for name, snap_id in _tags(wh, "db.events").items() if name.startswith("paimon_runlink-")}
+    assert list(tags.values()) == [snap.id], tags
     # ... and the task's "Paimon lineage" extra link opens the lineage page at that snapshot
     assert _extra_link(run, "compact") == (
         f"/paimon-lineage/?database=db&table=events&snapshot={snap.id}"
     )
+
+
+def _tags(wh, table: str) -> dict[str, int]:
+    from airflow_provider_paimon.hooks.paimon import PaimonHook
+
+    hook = PaimonHook(warehouse=wh.path)
+    return {name: hook.get_tag(table, name)["id"] for name in hook.list_tags(table)}
 
 
 def _extra_link(run, task_id: str) -> str:

@@ -99,6 +99,10 @@ def test_batch_job_lineage_and_openlineage(spark, warehouse, tmp_path):
         assert [(r.table, r.barrier_id, r.snapshot_id) for r in sink_rows] == [("dst", 1, 1)]
         assert [t.table for t in store.source_table_lineages(job="etl.batch")] == ["src"]
         assert [t.table for t in store.sink_table_lineages(job="etl.batch")] == ["dst"]
+        # the barrier names the Spark application behind it (no Airflow run here)
+        runs = store.barrier_runs(job="etl.batch")
+        assert [(r.barrier_id, r.dag_id, r.spark_app_id) for r in runs] == [
+            (1, None, spark.sparkContext.applicationId)]
     assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
     for event in events:
         validate_event(event)

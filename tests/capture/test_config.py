@@ -67,3 +67,28 @@ def test_bad_values_name_the_key(conf, message):
 def test_job_name_required_when_enabled():
     with pytest.raises(InvalidArgumentError, match="no job name"):
         capture_config({}, "", environ={}, force=True)
+
+
+def test_openlineage_alone_turns_capture_on_without_a_store(tmp_path):
+    ol = {"spark.paimon.openlineage.transport.type": "console"}
+    cfg = capture_config(ol, "app", environ={})
+    assert cfg.enabled and not cfg.store and "store=none" in cfg.describe()
+    injected = {"spark.openlineage.transport.type": "http", "spark.openlineage.transport.url": "http://m:5000"}
+    assert not capture_config(injected, "app", environ={}).store
+    assert capture_config(injected, "app", environ={}).enabled
+    # a store configured too: the usual capture, with the store
+    both = capture_config({**ol, "spark.paimon.lineage.url": "sqlite:////tmp/x.db"}, "app", environ={})
+    assert both.enabled and both.store
+    # spark.paimon.lineage.enabled=false turns the store off, not OpenLineage
+    assert not capture_config({**ol, "spark.paimon.lineage.enabled": "false"}, "app", environ={}).store
+    # OpenLineage turned off, or only the parent keys Airflow injects: no capture
+    assert not capture_config({**ol, "spark.paimon.openlineage.enabled": "false"}, "app", environ={}).enabled
+    parent = {"spark.openlineage.parentJobName": "dag.task", "spark.openlineage.parentRunId": "x"}
+    assert not capture_config(parent, "app", environ={}).enabled
+    # openlineage-python's own configuration starts a capture only when asked for
+    env = {"OPENLINEAGE_URL": "http://m:5000"}
+    assert not capture_config({}, "app", environ=env).enabled
+    asked = capture_config({"spark.paimon.openlineage.enabled": "true"}, "app", environ=env)
+    assert asked.enabled and not asked.store
+    # an invalid OpenLineage transport starts nothing (the emitter would be off)
+    assert not capture_config({"spark.paimon.openlineage.transport.type": "carrier-pigeon"}, "app", environ={}).enabled

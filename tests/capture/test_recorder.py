@@ -181,3 +181,25 @@ def sink_rows(server_url, database):
         with engine.begin() as conn:
             conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{database}`"))
         engine.dispose()
+
+
+def test_the_airflow_run_of_a_barrier_is_recorded_even_after_a_spell_in_the_spool(tmp_path):
+    url = f"sqlite:///{tmp_path / 'later' / 'l.sqlite'}"
+    run = {"airflow.dag_id": "orders", "airflow.run_id": "scheduled__1", "airflow.task_id": "load",
+           "airflow.try_number": "1", "airflow.map_index": "4", "spark.app.id": "local-9"}
+    rec = LineageRecorder(cfg(url, tmp_path), retry_interval=0)
+    rec.open()
+    streamed = batch(3, 1, 1)
+    streamed.run = dict(run)
+    assert not rec.record(streamed)  # store down: spooled with its run
+    (tmp_path / "later").mkdir()
+    written = BatchRecord("job.a", None, [TableAt(WH, "db", "src", "main", 2)], [], streaming=False)
+    written.run = {"spark.app.id": "local-9"}  # outside Airflow: the Spark application only
+    assert rec.record(written) and written.barrier_id == 4  # the sequence: above barrier 3
+    assert rec.record(batch(5, 2, 2))  # no run known: no row
+    rec.close()
+    with LineageStore.from_url(url) as store:
+        runs = store.barrier_runs(job="job.a")
+    assert [(r.barrier_id, r.dag_id, r.run_id, r.task_id, r.try_number, r.map_index, r.spark_app_id)
+            for r in runs] == [(3, "orders", "scheduled__1", "load", 1, 4, "local-9"),
+                               (4, None, None, None, None, None, "local-9")]

@@ -85,6 +85,7 @@ def lineage_rows(url, database, job):
             "up": [(n.table, n.snapshot_id, n.job) for n in upstream(store, "db", "dst", 1)],
             "down": [(n.table, n.snapshot_id) for n in downstream(store, "db", "src", 1)],
             "options": store.options(),
+            "runs": [(r.barrier_id, r.spark_app_id) for r in store.barrier_runs(job)],
         }
 
 
@@ -138,6 +139,8 @@ def test_data_source_options_record_lineage(spark, warehouse, tmp_path, store, c
     assert got["source_tables"] == [("db", "src")] and got["sink_tables"] == [("db", "dst")]
     assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, dst)]
     assert got["up"] == [("src", 1, job)] and got["down"] == [("dst", dst)]
+    # the barrier names the Spark application that committed, as the snapshot does
+    assert got["runs"] == [(1, spark.sparkContext.applicationId)]
     assert got["options"]["table-lineage"] == "true" and "jdbc.password" not in got["options"]
     assert got["options"]["warehouse"] == warehouse and "table" not in got["options"]
     assert not (tmp_path / "spool" / job / "pending.jsonl").exists()  # nothing left undelivered

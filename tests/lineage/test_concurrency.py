@@ -13,6 +13,8 @@ import traceback
 
 import pytest
 
+from airflow_provider_paimon.lineage.schema import LATEST_VERSION
+
 from .helpers import snapshot_count
 
 WRITERS = 8
@@ -63,7 +65,7 @@ def test_eight_concurrent_writers_lose_nothing(target):
         assert snapshot_count(store, "sink_snapshot_lineage") == WRITERS * BATCHES
         assert snapshot_count(store, "source_job_lineage") == WRITERS + 1
         assert snapshot_count(store, "sink_job_lineage") == WRITERS
-        assert snapshot_count(store, "schema_version") == 3
+        assert snapshot_count(store, "schema_version") == LATEST_VERSION
         for number in range(WRITERS):
             rows = store.sink_data_lineages(job=f"job-{number}")
             assert [(r.barrier_id, r.snapshot_id) for r in rows] == [(b, b + 1) for b in range(BATCHES)]

@@ -312,6 +312,29 @@ def test_options_that_contradict_the_sessions_capture_are_refused():
     assert "data-lineage=true" in str(info.value) and "/tmp/b.db" in str(info.value)
 
 
+def test_a_capture_without_a_store_leaves_option_lineage_to_the_data_source():
+    """An OpenLineage-only capture records nothing: a read/write asking for lineage records it."""
+    from airflow_provider_paimon.spark.commit_events import EVENT_LOG_ENV
+    from airflow_provider_paimon.spark.lineage_direct import (
+        SESSION_ENV,
+        check_session,
+        direct,
+        session_descriptor,
+    )
+    from airflow_provider_paimon.spark.options import parse_options
+
+    cfg = capture_config({"spark.paimon.openlineage.transport.type": "console"}, "app", environ={})
+    assert cfg.enabled and not cfg.store
+    env = {SESSION_ENV: session_descriptor(cfg), EVENT_LOG_ENV: "/tmp/events.jsonl"}
+    asks = parse_options({"warehouse": "/wh", "table": "db.t", "table-lineage": "true",
+                          "jdbc.url": "jdbc:sqlite:/tmp/a.db"})
+    check_session(asks, env)  # no store of the capture's to disagree with
+    assert direct(asks, env)
+    assert not direct(parse_options({"warehouse": "/wh", "table": "db.t"}), env)
+    stored = capture_config({"spark.paimon.lineage.url": "sqlite:////tmp/a.db"}, "app", environ={})
+    assert not direct(asks, {SESSION_ENV: session_descriptor(stored), EVENT_LOG_ENV: "/tmp/e.jsonl"})
+
+
 @pytest.mark.postgres
 def test_lineage_keys_do_not_reach_a_jdbc_catalogs_driver(postgres_server_url, warehouse, unique_name):
     """pypaimon's JDBC catalog hands every jdbc.* option to its driver: jdbc.url would break it."""

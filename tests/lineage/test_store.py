@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from airflow_provider_paimon.lineage import (
     LATEST_VERSION,
+    BarrierRun,
     DataLineage,
     InvalidLineageArgumentError,
     LineageFilter,
@@ -255,3 +256,40 @@ def test_mysql_url_naming_a_missing_database_creates_it(mysql_server_url, unique
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{unique_name}`")
         engine.dispose()
+
+
+def test_barrier_runs_are_kept_with_the_lineage_replaced_on_replay_and_deleted_with_it(store):
+    props = {"airflow.dag_id": "orders", "airflow.run_id": "manual__1", "airflow.task_id": "enrich",
+             "airflow.try_number": "2", "spark.app.id": "local-1"}
+    run = BarrierRun.from_properties("job", 7, props)
+    assert (run.dag_id, run.run_id, run.task_id, run.try_number, run.map_index, run.spark_app_id) == (
+        "orders", "manual__1", "enrich", 2, None, "local-1")
+    store.store_lineage(sink_data=[DataLineage("job", "db", "dst", 7, 3)], runs=[run])
+    store.store_barrier_runs([BarrierRun("job", 8, spark_app_id="local-2")])  # outside Airflow
+    got = store.barrier_runs(job="job")
+    assert [(r.barrier_id, r.dag_id, r.try_number, r.spark_app_id) for r in got] == [
+        (7, "orders", 2, "local-1"), (8, None, None, "local-2")]
+    assert got[0].create_time.tzinfo is not None
+    # a replayed barrier (the next try) names the latest run
+    store.store_barrier_runs([BarrierRun.from_properties("job", 7, {**props, "airflow.try_number": "3"})])
+    assert [r.try_number for r in store.barrier_runs("job", 7)] == [3]
+    assert store.barrier_runs("other") == []
+    with pytest.raises(InvalidLineageArgumentError, match="try_number"):
+        BarrierRun("job", 1, try_number="2")
+    assert store.delete_data_lineage("job") == 3  # the data row and both runs
+    assert store.barrier_runs() == []
+
+
+def test_version_3_store_gets_barrier_run_keeping_its_rows(target):
+    """A store of the previous version (no barrier_run) is upgraded when opened."""
+    with LineageStore.from_url(target.url, target.database) as store:
+        store.store_sink_data_lineage(DataLineage("old", "db", "t", 1, 5))
+        with store.engine.begin() as conn:  # back to version 3
+            lineage_schema.barrier_run.drop(conn)
+            conn.execute(sa.delete(lineage_schema.schema_version).where(lineage_schema.schema_version.c.version > 3))
+    with LineageStore.from_url(target.url, target.database) as store:
+        assert store.schema_version == LATEST_VERSION == 4
+        assert "barrier_run" in sa.inspect(store.engine).get_table_names()
+        assert [(r.job, r.snapshot_id) for r in store.sink_data_lineages()] == [("old", 5)]
+        store.store_barrier_runs([BarrierRun("old", 1, dag_id="d", task_id="t")])
+        assert [(r.dag_id, r.task_id) for r in store.barrier_runs("old", 1)] == [("d", "t")]

@@ -18,6 +18,7 @@ from airflow_provider_paimon.lineage.openlineage import (
     PAIMON_BATCH_FACET_KEY,
     PAIMON_BATCH_SCHEMA_ID,
     PAIMON_BATCH_SCHEMA_URL,
+    PAIMON_RUN_SCHEMA_URL,
     PRODUCER,
     PaimonBatchRunFacet,
     PaimonJobRun,
@@ -309,3 +310,32 @@ def test_batch_job_completes_with_its_batch_facet(refs):
     assert done["job"]["facets"]["jobType"]["processingType"] == "BATCH"
     assert done["run"]["facets"][PAIMON_BATCH_FACET_KEY]["batchId"] == 41
     assert done["outputs"][0]["facets"]["version"]["datasetVersion"] == "5"
+
+
+def test_every_event_names_the_airflow_run_and_spark_app_like_the_snapshots(refs):
+    """``paimon_run``: the snapshot properties' airflow.* and spark.app.id, on each event."""
+    props = {"airflow.dag_id": "correct_orders", "airflow.run_id": "manual__2024-01-01",
+             "airflow.task_id": "run_fix", "airflow.try_number": "2", "airflow.map_index": "0",
+             "spark.app.id": "local-1700000000000"}
+    run = PaimonJobRun("correct_orders.run_fix", streaming=True, parent_conf=AIRFLOW_CONF, run_properties=props)
+    _, src, dst = refs
+    events = [run.start(inputs=[src]), run.batch(0, [src], [dst]), run.complete()]
+    for event in events:
+        data = validate_event(to_dict(event))
+        assert data["run"]["facets"]["paimon_run"] == {
+            "_producer": PRODUCER,
+            "_schemaURL": PAIMON_RUN_SCHEMA_URL,
+            "dagId": "correct_orders", "runId": "manual__2024-01-01", "taskId": "run_fix",
+            "tryNumber": 2, "mapIndex": 0, "sparkAppId": "local-1700000000000",
+        }
+        # and the standard parent facet names the Airflow task run ({dag_id}.{task_id})
+        assert data["run"]["facets"]["parent"]["job"]["name"] == "correct_orders.run_fix"
+    spark_only = PaimonJobRun("job", streaming=False, run_properties={"spark.app.id": "app-1"}).start()
+    assert to_dict(spark_only)["run"]["facets"]["paimon_run"]["sparkAppId"] == "app-1"
+    assert "dagId" not in to_dict(spark_only)["run"]["facets"]["paimon_run"]
+    validate_event(to_dict(spark_only))
+    assert "paimon_run" not in to_dict(PaimonJobRun("job", streaming=False).start())["run"]["facets"]
+    broken = to_dict(events[0])["run"]["facets"]["paimon_run"]
+    broken["tryNumber"] = "2"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_facet("paimon_run", broken)

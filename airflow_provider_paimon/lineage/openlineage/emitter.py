@@ -144,6 +144,7 @@ class PaimonLineageEmitter:
         parent_conf: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         engine_version: str | None = None,
+        run_properties: Mapping[str, str] | None = None,
     ) -> PaimonJobRun:
         """A :class:`PaimonJobRun` in this emitter's job namespace."""
         return PaimonJobRun(
@@ -153,6 +154,7 @@ class PaimonLineageEmitter:
             parent_conf=parent_conf,
             run_id=run_id,
             engine_version=engine_version,
+            run_properties=run_properties,
         )
 
     # -- emitting --------------------------------------------------------------------

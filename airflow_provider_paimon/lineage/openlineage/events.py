@@ -39,7 +39,14 @@ from openlineage.client.uuid import generate_new_uuid
 from airflow_provider_paimon import __version__
 
 from .datasets import DatasetStats, SchemaField, paimon_dataset
-from .facets import PAIMON_BATCH_FACET_KEY, PRODUCER, PaimonBatchRunFacet, PaimonTableSnapshot
+from .facets import (
+    PAIMON_BATCH_FACET_KEY,
+    PAIMON_RUN_FACET_KEY,
+    PRODUCER,
+    PaimonBatchRunFacet,
+    PaimonRunFacet,
+    PaimonTableSnapshot,
+)
 from .naming import warehouse_namespace
 
 __all__ = [
@@ -168,7 +175,9 @@ class PaimonJobRun:
 
     ``job_name`` is the Spark application name (operators set ``{dag_id}.{task_id}``);
     ``parent_conf`` is a plain dict holding the ``spark.openlineage.parent*`` keys, if
-    any; ``engine_version`` the Spark version, for the ``processing_engine`` facet.
+    any; ``engine_version`` the Spark version, for the ``processing_engine`` facet;
+    ``run_properties`` the run properties its commits carry (``airflow.*``,
+    ``spark.app.id``), for the ``paimon_run`` facet on every event.
     """
 
     def __init__(
@@ -181,6 +190,7 @@ class PaimonJobRun:
         parent_conf: Mapping[str, Any] | None = None,
         engine_version: str | None = None,
         job_facets: Mapping[str, JobFacet] | None = None,
+        run_properties: Mapping[str, str] | None = None,
     ) -> None:
         if not job_name:
             raise ValueError("job_name must not be empty")
@@ -191,6 +201,7 @@ class PaimonJobRun:
         if self.run_id is None:
             raise ValueError(f"run_id must be a UUID, not {run_id!r}")
         self.parent = parent_run_facet(parent_conf)
+        self.run_facet = PaimonRunFacet.from_properties(run_properties)
         self.engine_version = engine_version
         self._job_facets: dict[str, JobFacet] = {"jobType": job_type_facet(streaming)}
         self._job_facets.update(job_facets or {})
@@ -207,6 +218,8 @@ class PaimonJobRun:
         facets: dict[str, RunFacet] = {}
         if self.parent is not None:
             facets["parent"] = self.parent
+        if self.run_facet is not None:
+            facets[PAIMON_RUN_FACET_KEY] = self.run_facet
         if self.engine_version:
             facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
                 version=str(self.engine_version),

@@ -11,6 +11,7 @@ custom facets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -27,8 +28,11 @@ __all__ = [
     "PAIMON_BATCH_FACET_KEY",
     "PAIMON_BATCH_SCHEMA_ID",
     "PAIMON_BATCH_SCHEMA_URL",
+    "PAIMON_RUN_FACET_KEY",
+    "PAIMON_RUN_SCHEMA_URL",
     "PRODUCER",
     "PaimonBatchRunFacet",
+    "PaimonRunFacet",
     "PaimonTableSnapshot",
     "paimon_batch_schema_path",
 ]
@@ -118,3 +122,60 @@ def _openlineage_default_producer() -> str:
     from openlineage.client.generated import base
 
     return base.PRODUCER
+
+
+#: Key of the run facet naming the Airflow task try and Spark application of a run.
+PAIMON_RUN_FACET_KEY = "paimon_run"
+
+#: ``$id`` of its shipped schema file, and its ``_schemaURL``.
+PAIMON_RUN_SCHEMA_ID = (
+    "https://raw.githubusercontent.com/airflow-provider-paimon/airflow-provider-paimon/"
+    "main/airflow_provider_paimon/lineage/facets/PaimonRunFacet.json"
+)
+PAIMON_RUN_SCHEMA_URL = f"{PAIMON_RUN_SCHEMA_ID}#/$defs/PaimonRunFacet"
+
+
+@attr.define
+class PaimonRunFacet(RunFacet):
+    """The Airflow task try and Spark application behind a run (key ``paimon_run``).
+
+    The same values the run's commits put in their snapshots' ``properties``
+    (``paimon/commit_properties``), so a consumer joins an event to the snapshots and
+    to the Airflow task try without the ``parent`` facet (which needs Airflow's
+    OpenLineage provider to inject its keys). Only the known fields are set.
+    """
+
+    dagId: str | None = attr.field(default=None)  # noqa: N815 (OpenLineage camelCase)
+    runId: str | None = attr.field(default=None)  # noqa: N815
+    taskId: str | None = attr.field(default=None)  # noqa: N815
+    tryNumber: int | None = attr.field(default=None)  # noqa: N815
+    mapIndex: int | None = attr.field(default=None)  # noqa: N815
+    sparkAppId: str | None = attr.field(default=None)  # noqa: N815
+
+    _additional_skip_redact: ClassVar[list[str]] = [
+        "dagId", "runId", "taskId", "tryNumber", "mapIndex", "sparkAppId",
+    ]
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self._producer == _openlineage_default_producer():
+            self._producer = PRODUCER
+
+    @staticmethod
+    def _get_schema() -> str:
+        return PAIMON_RUN_SCHEMA_URL
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str] | None) -> PaimonRunFacet | None:
+        """From a commit's run properties (``airflow.*``, ``spark.app.id``); None when empty."""
+        from airflow_provider_paimon.paimon.commit_properties import SPARK_APP_ID, run_of
+
+        props = dict(properties or {})
+        ref = run_of(props)
+        app_id = (props.get(SPARK_APP_ID) or "").strip() or None
+        if ref is None:
+            return None if app_id is None else cls(sparkAppId=app_id)
+        return cls(
+            dagId=ref.dag_id, runId=ref.run_id, taskId=ref.task_id, tryNumber=ref.try_number,
+            mapIndex=ref.map_index, sparkAppId=ref.spark_app_id,
+        )
