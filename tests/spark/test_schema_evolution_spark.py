@@ -232,3 +232,21 @@ def test_spark_reads_across_alter_match_pypaimon(spark, warehouse, t, paimon_io)
     assert sorted(tuple(r) for r in df.collect()) == expected
     old = sorted(tuple(r.values()) for r in t.read_arrow("db.w", **{"scan.snapshot-id": "1"}).to_pylist())
     assert sorted(tuple(r) for r in read("db.w", snapshot_id=1).collect()) == old
+
+
+def test_widening_write_on_a_branch_then_fast_forward(spark, warehouse, num):
+    """A merge-schema write widens and adds on a branch only; fast_forward publishes rows
+    and schema: plain pypaimon reads main as it read the branch."""
+    table = num.table("db.n")
+    ops.create_branch(table, "fix", snapshot_id=1)
+    df = spark.createDataFrame([(2, 2**40, 0.5, decimal.Decimal("2.50"), "b", 9)],
+                               "id BIGINT, n BIGINT, f FLOAT, d DECIMAL(10,2), v STRING, extra INT")
+    write_table(df, "db.n", warehouse=warehouse, branch="fix", options=MERGE)
+    assert _types(num) == {"id": "BIGINT", "n": "INT", "f": "FLOAT", "d": "DECIMAL(10, 2)", "v": "STRING"}
+    branch = num.read_arrow("db.n", "fix")
+    assert sorted(tuple(r.values()) for r in branch.to_pylist()) == [
+        (1, 10, 0.5, decimal.Decimal("1.25"), "a", None), (2, 2**40, 0.5, decimal.Decimal("2.50"), "b", 9)]
+    ops.fast_forward(table, "fix")
+    main = num.read_arrow("db.n")
+    assert main.schema == branch.schema and main.schema.field("n").type == pa.int64()
+    assert sorted(tuple(r.values()) for r in main.to_pylist()) == sorted(tuple(r.values()) for r in branch.to_pylist())
