@@ -1,6 +1,7 @@
 """Data correction without stopping the pipeline (seed 004), as one Airflow DAG.
 
     validate -> tag_main -> create_branch -+-> run_corrected_job -+-> replace_main
+                 (optional) schema_change_wanted -> alter_branch --^   |
                                            +-> wait_catch_up -----+
              replace_main -> check_main -> cleanup_wanted -> delete_branch -> delete_checkpoint
 
@@ -17,7 +18,13 @@
    (their tasks succeed without submitting) and the corrected job resumes from the
    checkpoint it left. See docs/correction.md, "Rerunning after a failure".
 2. ``tag_main`` tags main's latest snapshot (the point the correction starts from).
-3. ``create_branch`` creates the branch from that tag.
+3. ``create_branch`` creates the branch from that tag. Optionally, ``alter_branch``
+   (``AlterTableOperator``) then changes the branch's schema, e.g. adds the column the
+   corrected job fills, with the ``branch_schema_changes`` param (a list of
+   ``alter_table`` change dicts; empty, the default: ``schema_change_wanted`` skips the
+   step). Main keeps its schema until ``replace_main`` publishes the branch's. Give
+   ``add_column`` changes ``"if_not_exists": true`` so a rerun (``if_exists=skip``)
+   passes. See docs/schema.md, "Walk-through".
 4. ``run_corrected_job`` spark-submits the corrected job (``--version fixed --mode
    stream``): a streaming query from the source (on main) into the branch, exactly
    once through its checkpoint, run with ``availableNow`` (drain, then stop). Its
@@ -71,6 +78,7 @@ from airflow_provider_paimon.operators.branch import (  # noqa: E402
     ReplaceMainBranchOperator,
 )
 from airflow_provider_paimon.operators.preflight import preflight_all  # noqa: E402
+from airflow_provider_paimon.operators.schema import AlterTableOperator  # noqa: E402
 from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator  # noqa: E402
 from airflow_provider_paimon.operators.tag import TagCreateOperator  # noqa: E402
 from airflow_provider_paimon.sensors.catchup import SnapshotCatchUpSensor  # noqa: E402
@@ -189,7 +197,10 @@ def validate_params(params: dict[str, Any]) -> dict[str, Any]:
 def validate_run(params: dict[str, Any], context: Any, tasks: Any = None) -> dict[str, Any]:
     """``validate``: the DAG's params, then the preflight of every Paimon task of the run."""
     validated = validate_params(params)
-    checked = preflight_all(dag.tasks if tasks is None else tasks, context)
+    tasks = list(dag.tasks if tasks is None else tasks)
+    if not params.get("branch_schema_changes"):  # the step is skipped: nothing to check
+        tasks = [t for t in tasks if not isinstance(t, AlterTableOperator)]
+    checked = preflight_all(tasks, context)
     return {**validated, "preflight": checked}
 
 
@@ -244,6 +255,11 @@ with DAG(
         "checkpoint": Param(
             "", type="string", description="corrected job's checkpoint; blank: <warehouse>/_checkpoints/<table>/<branch>"
         ),
+        "branch_schema_changes": Param(
+            [], type="array",
+            description='schema changes on the branch before the job runs, e.g. [{"op": "add_column", '
+            '"name": "discount", "type": "DOUBLE", "if_not_exists": true}]; empty: no change',
+        ),
     },
 ) as dag:
 
@@ -266,8 +282,23 @@ with DAG(
         tag="{{ params.tag }}",
         if_exists="{{ params.if_exists }}",
     )
+
+    @task.short_circuit(ignore_downstream_trigger_rules=False)
+    def schema_change_wanted(params: dict[str, Any] | None = None) -> bool:
+        """Go on to alter the branch only when ``branch_schema_changes`` lists changes."""
+        return bool((params or {}).get("branch_schema_changes"))
+
+    alter_branch = AlterTableOperator(
+        task_id="alter_branch",
+        warehouse=W,
+        table="{{ params.table }}",
+        branch="{{ params.branch }}",
+        changes="{{ params.branch_schema_changes | tojson }}",
+    )
     run_corrected_job = PaimonSparkSubmitOperator(
         task_id="run_corrected_job",
+        # runs after alter_branch, or without it when that step is skipped
+        trigger_rule="none_failed",
         # blank warehouse param: the paimon_default connection's warehouse, and its catalog
         # options (an S3 endpoint and credentials) reach the job's environment, not argv
         paimon_conn_id="{{ '' if params.warehouse else 'paimon_default' }}",
@@ -287,6 +318,7 @@ with DAG(
     )
     wait_catch_up = SnapshotCatchUpSensor(
         task_id="wait_catch_up",
+        trigger_rule="none_failed",
         warehouse=W,
         table="{{ params.table }}",
         branch="{{ params.branch }}",
@@ -333,4 +365,5 @@ with DAG(
     validated = validate()
     checked = check_main(replace_main.output)
     validated >> tag_main >> create_branch >> [run_corrected_job, wait_catch_up] >> replace_main
+    create_branch >> schema_change_wanted() >> alter_branch >> [run_corrected_job, wait_catch_up]
     checked >> cleanup_wanted() >> delete_branch >> delete_checkpoint(validated)

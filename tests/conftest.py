@@ -186,6 +186,7 @@ HEAVY_FILES_FIRST = (
     "tests/streaming/test_streaming_compaction.py",
     "tests/ui/test_history_page_browser.py",
     "tests/ui/test_lineage_audits.py",
+    "tests/streaming/test_streaming_schema_change.py",
 )
 
 

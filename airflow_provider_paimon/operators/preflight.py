@@ -34,6 +34,7 @@ from airflow_provider_paimon.operators.branch import (
     BranchRenameOperator,
     ReplaceMainBranchOperator,
 )
+from airflow_provider_paimon.operators.schema import AlterTableOperator
 from airflow_provider_paimon.operators.tag import (
     TagCreateOperator,
     TagDeleteOperator,
@@ -159,6 +160,12 @@ def preflight_all(tasks: Iterable[BaseOperator], context: Context) -> list[dict[
     problems: list[str] = []
     checked: list[dict[str, Any]] = []
     for task in _in_dag_order(tasks):
+        if isinstance(task, AlterTableOperator):
+            try:
+                checked.append({"task_id": task.task_id, "preflight": _preflight_alter(task, context, planned)})
+            except Exception as err:  # noqa: BLE001 - a refused change, a template or connection error
+                problems.append(f"{task.task_id}: {type(err).__name__}: {err}")
+            continue
         if not isinstance(task, PaimonSparkJobOperator):
             continue
         op = copy.copy(task)
@@ -182,6 +189,28 @@ def preflight_all(tasks: Iterable[BaseOperator], context: Context) -> list[dict[
             f"{len(problems)} Paimon task(s) would fail; nothing was changed:\n- " + "\n- ".join(problems)
         )
     return checked
+
+
+def _preflight_alter(task: AlterTableOperator, context: Context, planned: dict[str, PlannedPaimonHook]) -> str:
+    """``AlterTableOperator``: its changes checked against the schema they will meet
+    (``check_alter``, nothing written). A branch that an earlier task creates is checked
+    against main's latest schema, which it starts from."""
+    from airflow_provider_paimon.operators.schema import _rendered_changes
+    from airflow_provider_paimon.paimon.schema import check_alter
+
+    op = copy.copy(task)
+    op.render_template_fields(context)
+    hook = PaimonHook.for_task(op.warehouse, op.paimon_conn_id, catalog_options=op.warehouse_options)
+    view = planned.setdefault(hook.warehouse, PlannedPaimonHook(hook))
+    branch = optional_str(op.branch)
+    table = hook.get_table(op.table)
+    if branch is not None and not is_main(branch):
+        if not view.branch_exists(op.table, branch):
+            raise ValueError(f"branch {branch!r} of {op.table} does not exist and no earlier task creates it")
+        if not view._real_branch(op.table, branch):
+            branch = None  # created later from main's history: main's schema
+    result = check_alter(table, _rendered_changes(op.changes), branch=branch)
+    return "submit" if result["changed"] else "no change"
 
 
 class PaimonPreflightOperator(BaseOperator):

@@ -171,6 +171,7 @@ class PaimonOptions:
     overwrite_partition: dict[str, str] | None = None
     precommit_compact: bool = False
     merge_schema: bool = False
+    merge_schema_explicit_cast: bool = False
     # read side
     columns: list[str] = field(default_factory=list)
     min_partitions: int | None = None
@@ -221,21 +222,19 @@ class PaimonOptions:
         return self.snapshot_id is not None or self.tag is not None
 
 
-def _merge_schema_option(opts: Mapping[str, str]) -> bool:
-    """``write.merge-schema``: a DataFrame column the table lacks is added before writing.
+def _merge_schema_option(opts: Mapping[str, str]) -> tuple[bool, bool]:
+    """``write.merge-schema`` and ``write.merge-schema.explicit-cast`` (``spark/schema_merge.py``).
 
-    ``write.merge-schema.explicit-cast=true`` (Paimon's connector: cast DataFrame columns
-    to narrower table types) is refused: a lossy cast on write is what the schema rules
-    refuse everywhere else; cast in Spark first.
+    explicit-cast alone is refused: it only means something while merging, and a flag
+    that silently does nothing would hide a typo in the other one.
     """
     merge = bool_option(opts, "write.merge-schema", False)
-    if bool_option(opts, "write.merge-schema.explicit-cast", False):
+    explicit = bool_option(opts, "write.merge-schema.explicit-cast", False)
+    if explicit and not merge:
         raise InvalidArgumentError(
-            "option 'write.merge-schema.explicit-cast' is not supported: casting DataFrame "
-            "columns to the table's types may lose data; cast them in Spark first "
-            "(df.withColumn('x', col('x').cast('int')))"
+            "option 'write.merge-schema.explicit-cast' needs 'write.merge-schema'='true' as well"
         )
-    return merge
+    return merge, explicit
 
 
 def parse_options(options: Mapping[str, str]) -> PaimonOptions:
@@ -297,6 +296,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
             "option 'partition-filter' is blank; give a predicate over partition columns, "
             "e.g. \"dt >= DATE '2026-11-01'\", or leave the option out"
         )
+    merge_schema, explicit_cast = _merge_schema_option(opts)
     return PaimonOptions(
         warehouse=warehouse,
         table=table,
@@ -311,7 +311,8 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         overwrite_mode=mode,
         overwrite_partition=overwrite_partition,
         precommit_compact=bool_option(opts, "precommit-compact", False),
-        merge_schema=_merge_schema_option(opts),
+        merge_schema=merge_schema,
+        merge_schema_explicit_cast=explicit_cast,
         columns=_names(opts, "columns"),
         min_partitions=int_option(opts, "read.min-partitions", minimum=1),
         partition_target_size=int_option(opts, "read.partition-target-size", minimum=1),

@@ -30,7 +30,6 @@ from .types import (
     check_supported,
     check_write_compatible,
     spark_to_arrow_schema,
-    spark_to_arrow_type,
     table_arrow_schema,
 )
 from .writer import WritePlan
@@ -73,9 +72,11 @@ def plan_write(
     _check_partition_layout(opts, stored)
     # write-only / snapshot retention: the commit expires with them, so check them now
     check_write_options(stored, branch=opts.branch, options=opts.table_options)
+    merge = None
     if opts.merge_schema:
-        table = merge_new_columns(opts, schema, stored, table, catalog)
-    check_write_compatible(schema, table, opts.table)
+        table, merge = merge_schema(opts, schema, stored, table, catalog)
+    else:
+        check_write_compatible(schema, table, opts.table)
     static = _static_partition(opts, table) if overwrite else None
     write_id = str(uuid.uuid4())
     return WritePlan(
@@ -88,52 +89,31 @@ def plan_write(
         base_snapshot_id=latest_snapshot_id(table),
         file_prefix=None if "data-file.prefix" in opts.table_options else f"data-{write_id[:13]}-",
         snapshot_properties=dict(snapshot_properties or {}),
+        merge=merge if merge is not None and merge.touches_rows else None,
     )
 
 
-def merge_new_columns(opts: PaimonOptions, schema: StructType, stored: Any, table: Any, catalog: Any) -> Any:
-    """``write.merge-schema=true``: add the DataFrame's columns the table lacks (nullable,
-    at the end) as one schema change on the written branch, then return the reopened table.
+def merge_schema(opts: PaimonOptions, schema: StructType, stored: Any, table: Any, catalog: Any) -> tuple[Any, Any]:
+    """``write.merge-schema=true``: fit the DataFrame and the table together
+    (``schema_merge.plan_merge``: add new columns, widen columns, cast or null-fill), then
+    return the reopened table and the plan the tasks apply to the rows.
 
-    Everything else is checked first (the other columns must match as without the
-    option), so a write that would fail anyway changes no schema. As in Paimon's Spark
-    connector the schema is committed before the data: a job that fails after this
-    leaves the new (nullable, empty) columns in place, and a rerun writes into them.
+    Everything is checked first (a type that neither widens nor casts, a NOT NULL column
+    missing, and then ``alter_table``'s own rules), so a write that would fail changes no
+    schema. The added and widened columns go in ONE schema change on the written branch.
+    As in Paimon's Spark connector the schema is committed before the data: a job that
+    fails after this leaves the new schema in place, and a rerun writes into it.
     """
-    from pyspark.sql.types import StructType as _StructType
-
     from airflow_provider_paimon.paimon.schema import alter_table
 
-    have = set(table_spark_schema_names(table))
-    extra = [f for f in schema.fields if f.name not in have]
-    if not extra:
-        return table
-    check_write_compatible(_StructType([f for f in schema.fields if f.name in have]), table, opts.table)
-    changes = []
-    for field in extra:
-        paimon_type = _paimon_type(field)
-        changes.append({"op": "add_column", "name": field.name, "type": paimon_type})
-    alter_table(stored, changes, branch=opts.branch)
-    return open_table(opts, time_travel=False, catalog=catalog)
+    from .schema_merge import effective_schema, plan_merge
 
-
-def table_spark_schema_names(table: Any) -> list[str]:
-    return [f.name for f in table.table_schema.fields]
-
-
-def _paimon_type(field: Any) -> str:
-    """The Paimon type string of a Spark column, for an added column (always nullable)."""
-    from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
-
-    from airflow_provider_paimon.paimon.schema import SchemaChangeError
-
-    paimon = PyarrowFieldParser.to_paimon_type(spark_to_arrow_type(field.dataType), True)
-    if not isinstance(paimon, AtomicType):
-        raise SchemaChangeError(
-            f"write.merge-schema: column {field.name!r} is {field.dataType.simpleString()}; only "
-            "atomic columns can be added by a write; add it with alter_table first"
-        )
-    return paimon.type
+    plan = plan_merge(schema, table, opts.table, explicit_cast=opts.merge_schema_explicit_cast)
+    if plan.changes:
+        alter_table(stored, plan.changes, branch=opts.branch)
+        table = open_table(opts, time_travel=False, catalog=catalog)
+    check_write_compatible(effective_schema(schema, plan), table, opts.table)
+    return table, plan
 
 
 def create_table(catalog: Any, opts: PaimonOptions, schema: StructType) -> None:

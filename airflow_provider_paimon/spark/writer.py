@@ -46,6 +46,7 @@ from airflow_provider_paimon.paimon.partitions import format_partition_value, fo
 
 from . import branch_redirect, commit_events, fast_append, lineage_direct, lineage_guard
 from .options import PaimonOptions
+from .schema_merge import batch_casts
 from .tables import open_table
 from .types import conform_batch
 
@@ -94,6 +95,8 @@ class WritePlan:
     # Snapshot properties of the commit: the Airflow run and Spark app behind it
     # (``paimon.commit_properties``), captured on the driver; {} commits none.
     snapshot_properties: dict[str, str] = field(default_factory=dict)
+    # write.merge-schema: casts and null columns the tasks apply (``schema_merge.MergePlan``)
+    merge: Any = None
 
 
 class PaimonWriter(DataSourceArrowWriter):
@@ -142,6 +145,8 @@ class PaimonWriter(DataSourceArrowWriter):
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
+                if self.plan.merge is not None:
+                    batch = batch_casts(batch, self.plan.merge, target)
                 batch = conform_batch(batch, target)
                 if static:
                     check_rows_in_partition(batch, static)

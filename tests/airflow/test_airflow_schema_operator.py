@@ -191,3 +191,40 @@ def test_schema_doc_dag_sample_builds():
     assert isinstance(add, AlterTableOperator) and add.branch == "fix_{{ ds_nodash }}"
     assert add.upstream_task_ids == {"branch"} and dag.get_task("rerun_fixed").upstream_task_ids == {"add_discount"}
     assert dag.get_task("replace").upstream_task_ids == {"rerun_fixed"}
+
+
+def test_preflight_checks_alter_tasks_against_the_planned_branch(wh):
+    """PaimonPreflightOperator checks AlterTableOperator tasks too (nothing written): on a
+    branch an earlier task creates (against main's schema), and a refused change fails it."""
+    from airflow.sdk import DAG
+
+    from airflow_provider_paimon.operators.branch import BranchCreateOperator
+    from airflow_provider_paimon.operators.preflight import (
+        PaimonPreflightFailed,
+        PaimonPreflightOperator,
+    )
+
+    def dag_with(changes, branch="fix2"):
+        with DAG("alter_preflight", schedule=None, params={"changes": changes}) as dag:
+            check = PaimonPreflightOperator(task_id="preflight")
+            create = BranchCreateOperator(task_id="branch", table="db.events", branch="fix2", tag="t1")
+            alter = AlterTableOperator(task_id="alter", table="db.events", branch=branch,
+                                       changes="{{ params.changes | tojson }}")
+            check >> create >> alter
+        return dag, check
+
+    before = _rows(wh), _rows(wh, "fix")
+    schema_dir = os.path.join(wh.path, "db.db", "events", "schema")
+    files = sorted(os.listdir(schema_dir))
+    dag, check = dag_with(ADD)
+    result = check.execute({"params": dict(dag.params)})
+    assert [(r["task_id"], r["preflight"]) for r in result] == [("branch", "submit"), ("alter", "submit")]
+    for changes, branch, message in (
+        ([{"op": "drop_column", "name": "dt"}], "fix2", "partition key"),
+        ([{"op": "add_column", "name": "v", "type": "INT"}], "fix", "already exists"),
+        (ADD, "nope", "branch 'nope' of db.events does not exist"),
+    ):
+        dag, check = dag_with(changes, branch)
+        with pytest.raises(PaimonPreflightFailed, match=message):
+            check.execute({"params": dict(dag.params)})
+    assert (_rows(wh), _rows(wh, "fix")) == before and sorted(os.listdir(schema_dir)) == files

@@ -82,6 +82,7 @@ def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse,
     run = _load_dag().test(run_conf={**conf, "if_exists": "skip"})
     states = task_states(run)
     assert run.state == "success", states
+    assert states.pop("alter_branch") == "skipped", states  # no branch_schema_changes
     assert all(s == "success" for s in states.values()), states
     assert task_xcom(run, "tag_main")["skipped"] is True and task_xcom(run, "create_branch")["skipped"] is True
 
@@ -183,6 +184,49 @@ def test_validate_checks_every_paimon_task_against_the_planned_warehouse(orders_
                      "create_branch: branch 'existing' already exists",
                      "replace_main: backup branch 'existing' already exists"):
         assert expected in text
+
+
+def test_optional_schema_change_on_the_branch(orders_warehouse):
+    """branch_schema_changes: validate preflights alter_branch (against main's schema, the
+    branch being planned), the step runs only when the list is non-empty, and the rendered
+    operator alters the branch alone (plain pypaimon reads it); a refused change fails
+    validate with nothing changed."""
+    from airflow.sdk.exceptions import AirflowFailException
+    from data_correction import validate_run
+    from pypaimon import CatalogFactory
+
+    dag = _load_dag()
+    add = [{"op": "add_column", "name": "discount", "type": "DOUBLE", "if_not_exists": True}]
+    params = {**_default_params(), "warehouse": orders_warehouse, "branch_schema_changes": add}
+    result = validate_run(params, {"params": params}, dag.tasks)
+    assert ("alter_branch", "submit") in [(c["task_id"], c["preflight"]) for c in result["preflight"]]
+    plain = validate_run({**params, "branch_schema_changes": []}, {"params": params}, dag.tasks)
+    assert "alter_branch" not in [c["task_id"] for c in plain["preflight"]]
+    wanted = dag.get_task("schema_change_wanted").python_callable
+    assert wanted(params=params) is True and wanted(params={**params, "branch_schema_changes": []}) is False
+    for task_id in ("run_corrected_job", "wait_catch_up"):
+        task = dag.get_task(task_id)
+        assert task.trigger_rule == "none_failed" and {"create_branch", "alter_branch"} <= task.upstream_task_ids
+
+    before = files_by_size(orders_warehouse)
+    bad = {**params, "branch_schema_changes": [{"op": "drop_column", "name": "nope"}]}
+    with pytest.raises(AirflowFailException, match="alter_branch: .*nope"):
+        validate_run(bad, {"params": bad}, dag.tasks)
+    assert files_by_size(orders_warehouse) == before
+
+    catalog = CatalogFactory.create({"warehouse": orders_warehouse})
+    table = catalog.get_table("db.orders_enriched")
+    table.create_tag("t0")
+    table.branch_manager().create_branch(params["branch"], "t0")
+    op = dag.get_task("alter_branch")
+    op.render_template_fields({"params": params})
+    assert op.execute({})["new_schema_id"] == 1
+    main_fields = catalog.get_table("db.orders_enriched").field_names
+    branch = catalog.get_table(f"db.orders_enriched$branch_{params['branch']}")
+    assert branch.field_names == [*main_fields, "discount"]
+    rb = branch.new_read_builder()
+    rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+    assert rows and all(r["discount"] is None for r in rows)
 
 
 def _default_params() -> dict:

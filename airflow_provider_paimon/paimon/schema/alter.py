@@ -35,11 +35,39 @@ from .rules import NULL_TO_NOT_NULL_OPTION, check_changes
 log = logging.getLogger(__name__)
 
 
+def check_alter(table: Any, changes: Any, *, branch: str | None = None) -> dict[str, Any]:
+    """What ``alter_table`` would do, without writing: the same checks, the same result
+    (``changed`` says whether it would write a schema; ``new_schema_id`` stays the old
+    one). Raises as ``alter_table`` would. For preflights (``PaimonPreflightOperator``).
+    """
+    return _prepare(table, changes, branch)[0]
+
+
 def alter_table(table: Any, changes: Any, *, branch: str | None = None) -> dict[str, Any]:
     """Apply ``changes`` (a list of change dicts) to ``table`` on ``branch`` (default: main,
     or the branch ``table`` was loaded on). All are validated first; nothing is written
     unless all pass. Returns the old and new schema id and the changes applied.
     """
+    result, layout, branch, old, new, parsed = _prepare(table, changes, branch)
+    branch_name = result["branch"]
+    if not result["changed"]:
+        log.info("schema of %s on %s already as requested (schema %s); nothing written",
+                 result["table"], branch_name, old.id)
+        return result
+    path = layout.schema_path(branch, new.id)
+    if not fileops.create_new(layout.file_io, path, JSON.to_json(new, indent=2)):
+        raise ConcurrentModificationError(
+            f"schema {new.id} of {result['table']} on {branch_name} was written by someone else "
+            "while this change was prepared; nothing written, rerun to apply it on top"
+        )
+    result.update(new_schema_id=new.id)
+    log.info("altered %s on %s: schema %s -> %s (%s)", result["table"], branch_name, old.id, new.id,
+             "; ".join(c.describe() for c in parsed))
+    return result
+
+
+def _prepare(table: Any, changes: Any, branch: str | None) -> tuple[Any, ...]:
+    """Parse and check ``changes``, compute the new schema; write nothing."""
     parsed = parse_changes(changes)
     layout = TableLayout.of(table)
     if branch is None:
@@ -64,22 +92,9 @@ def alter_table(table: Any, changes: Any, *, branch: str | None = None) -> dict[
         "changes": [c.as_dict() for c in parsed],
         "skipped": [c.as_dict() for i, c in enumerate(parsed) if i in model.skipped],
         "columns": [f.name for f in new.fields],
-        "changed": False,
+        "changed": not _same(old, new),
     }
-    if _same(old, new):
-        log.info("schema of %s on %s already as requested (schema %s); nothing written",
-                 result["table"], branch_name, old.id)
-        return result
-    path = layout.schema_path(branch, new.id)
-    if not fileops.create_new(layout.file_io, path, JSON.to_json(new, indent=2)):
-        raise ConcurrentModificationError(
-            f"schema {new.id} of {result['table']} on {branch_name} was written by someone else "
-            "while this change was prepared; nothing written, rerun to apply it on top"
-        )
-    result.update(new_schema_id=new.id, changed=True)
-    log.info("altered %s on %s: schema %s -> %s (%s)", result["table"], branch_name, old.id, new.id,
-             "; ".join(c.describe() for c in parsed))
-    return result
+    return result, layout, branch, old, new, parsed
 
 
 def to_schema_changes(parsed: list[Change]) -> list[Any]:

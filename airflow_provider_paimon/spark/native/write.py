@@ -57,6 +57,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from .. import branch_redirect, commit_events, lineage_guard
 from ..options import PaimonOptions, parse_options
+from ..schema_merge import frame_casts
 from ..types import table_arrow_schema
 from ..writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
 from .footers import Footer, footer_file_meta, read_footer
@@ -258,6 +259,8 @@ def write_files(spark: Any, df: Any, table: Any, plan: WritePlan) -> TaskCommit:
     root = table.table_path.rstrip("/")
     _remove_stale_staging(file_io, f"{root}/{STAGING_DIR}")
     staging = f"{root}/{STAGING_DIR}/{plan.commit_user}-{uuid.uuid4().hex[:8]}"
+    if plan.merge is not None:  # write.merge-schema: casts (checked per value), null columns
+        df = frame_casts(df, plan.merge)
     placed: list[str] = []
     try:
         _spark_write(spark, df, table, staging)
