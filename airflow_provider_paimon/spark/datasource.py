@@ -18,7 +18,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from .options import PaimonOptions, parse_options
 from .tables import open_table
-from .types import same_type, table_spark_schema
+from .types import check_read_schema, table_spark_schema
 
 
 class PaimonDataSource(DataSource):
@@ -113,22 +113,3 @@ def select_columns(full: StructType, columns: list[str], table: str) -> StructTy
             f"(columns: {', '.join(full.fieldNames())})"
         )
     return StructType([by_name[c] for c in columns])
-
-
-def check_read_schema(schema: StructType, full: StructType, table: str) -> None:
-    """A user-given read schema must name table columns with the table's types."""
-    by_name = {f.name: f for f in full.fields}
-    problems = []
-    for field in schema.fields:
-        actual = by_name.get(field.name)
-        if actual is None:
-            problems.append(f"{field.name} is not a column")
-        elif not same_type(actual.dataType, field.dataType):
-            problems.append(
-                f"{field.name} is {actual.dataType.simpleString()}, not {field.dataType.simpleString()}"
-            )
-    if problems:
-        raise InvalidArgumentError(
-            f"read schema does not fit table {table}: {'; '.join(problems)} "
-            f"(table columns: {full.simpleString()})"
-        )

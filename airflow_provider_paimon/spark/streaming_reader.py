@@ -112,8 +112,7 @@ def create_stream_reader(opts: PaimonOptions, schema: StructType) -> PaimonStrea
     table_opts = stream_read_options(opts)
     table = open_table(table_opts)  # raises for an unknown table or branch
     StreamPlanner(table, config)  # raises for a primary-key table
-    from .datasource import check_read_schema
-    from .types import table_spark_schema
+    from .types import check_read_schema, table_spark_schema
 
     check_read_schema(schema, table_spark_schema(table), opts.table)
     return PaimonStreamReader(table_opts, schema, config, consumer_id)

@@ -298,3 +298,22 @@ def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     if batch.schema.equals(target):
         return batch
     return batch.cast(target, safe=False)
+
+
+def check_read_schema(schema: StructType, full: StructType, table: str) -> None:
+    """A user-given read schema must name table columns with the table's types."""
+    by_name = {f.name: f for f in full.fields}
+    problems = []
+    for field in schema.fields:
+        actual = by_name.get(field.name)
+        if actual is None:
+            problems.append(f"{field.name} is not a column")
+        elif not same_type(actual.dataType, field.dataType):
+            problems.append(
+                f"{field.name} is {actual.dataType.simpleString()}, not {field.dataType.simpleString()}"
+            )
+    if problems:
+        raise InvalidArgumentError(
+            f"read schema does not fit table {table}: {'; '.join(problems)} "
+            f"(table columns: {full.simpleString()})"
+        )
