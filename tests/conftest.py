@@ -182,6 +182,7 @@ HEAVY_FILES_FIRST = (
     "tests/spark/test_schema_evolution_spark.py",
     "tests/capture/test_seed_options_spark.py",
     "tests/streaming/test_streaming_compaction.py",
+    "tests/streaming/test_foreach_batch_compaction.py",
 )
 
 
