@@ -183,6 +183,7 @@ HEAVY_FILES_FIRST = (
     "tests/capture/test_seed_options_spark.py",
     "tests/streaming/test_streaming_compaction.py",
     "tests/streaming/test_foreach_batch_compaction.py",
+    "tests/capture/test_capture_self_compaction.py",
 )
 
 
