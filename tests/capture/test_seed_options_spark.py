@@ -207,3 +207,16 @@ def test_capture_records_each_flag_alone(spark, warehouse, tmp_path, flag):
         assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, dst)]
         assert got["up"] == [("src", 1, job)] and got["down"] == [("dst", dst)]
         assert got["options"]["data-lineage"] == "true" and "table-lineage" not in got["options"]
+
+
+def test_data_lineage_only_from_data_source_options(spark, warehouse, tmp_path):
+    """No capture: the data source records a read and a write with ``data-lineage`` alone."""
+    catalog = make_tables(warehouse)
+    path = tmp_path / "lineage.db"
+    job = f"seed.data-only.{time.monotonic_ns()}"
+    with configured(spark, {"spark.paimon.lineage.job": job, "spark.paimon.lineage.spoolDir": str(tmp_path / "spool")}):
+        copy(spark, warehouse, {"data-lineage": "true", "jdbc.url": f"jdbc:sqlite:{path}"})
+    assert sorted(read_ids(catalog, "db.dst")) == list(range(5))
+    got = lineage_rows(f"sqlite:///{path}", "paimon", job)
+    assert got["source_tables"] == [] and got["sink_tables"] == []  # no job tables
+    assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, latest(catalog, "db.dst"))]
