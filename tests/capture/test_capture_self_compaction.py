@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
 
+from airflow_provider_paimon.lineage.queries import upstream
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
 
@@ -144,3 +145,13 @@ def test_compact_snapshots_are_no_lineage_and_downstream_reads_each_row_once(spa
     assert {s.commit_kind for s in down} == {"APPEND"}
     assert sink_rows("down") == sorted((s.commit_identifier, s.id) for s in down)
     assert read_ids(catalog.get_table("db.down")) == expected  # each source row once, not twice
+
+    # the downstream query's sources are snapshots the stream wrote (never a COMPACT one),
+    # so two hops up from each of db.down's snapshots reach db.src
+    with LineageStore.from_url(url) as store:
+        read = [(r.barrier_id, r.snapshot_id) for r in store.source_data_lineages(job="etl.compacting")
+                if r.table == "dst"]
+        assert read and not {snap for _, snap in read} & compacts, (read, sorted(compacts))
+        for snap in down:
+            hops = upstream(store, "db", "down", snap.id, depth=2)
+            assert {n.table for n in hops} == {"dst", "src"}, (snap.id, hops)
