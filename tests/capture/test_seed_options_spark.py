@@ -220,3 +220,21 @@ def test_data_lineage_only_from_data_source_options(spark, warehouse, tmp_path):
     got = lineage_rows(f"sqlite:///{path}", "paimon", job)
     assert got["source_tables"] == [] and got["sink_tables"] == []  # no job tables
     assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, latest(catalog, "db.dst"))]
+
+
+def test_native_read_and_write_helpers_take_the_seed_options(spark, warehouse, tmp_path):
+    """``read_table`` then ``write_table`` with the seed's options: one barrier, both kinds."""
+    from airflow_provider_paimon.spark import read_table, write_table
+
+    catalog = make_tables(warehouse)
+    path = tmp_path / "lineage.db"
+    job = f"seed.native-rw.{time.monotonic_ns()}"
+    options = {"table-lineage": "true", "data-lineage": "true", "lineage-meta": "jdbc",
+               "jdbc.url": f"jdbc:sqlite:{path}"}
+    with configured(spark, {"spark.paimon.lineage.job": job, "spark.paimon.lineage.spoolDir": str(tmp_path / "spool")}):
+        df = read_table(spark, "db.src", warehouse=warehouse, options=options)
+        result = write_table(df, "db.dst", warehouse=warehouse, options=options)
+    assert sorted(read_ids(catalog, "db.dst")) == list(range(5))
+    got = lineage_rows(f"sqlite:///{path}", "paimon", job)
+    assert got["source_tables"] == [("db", "src")] and got["sink_tables"] == [("db", "dst")]
+    assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, result.snapshot_id)]
