@@ -187,6 +187,8 @@ HEAVY_FILES_FIRST = (
     "tests/ui/test_history_page_browser.py",
     "tests/ui/test_lineage_audits.py",
     "tests/streaming/test_streaming_schema_change.py",
+    "tests/streaming/test_foreach_batch_compaction.py",
+    "tests/capture/test_capture_self_compaction.py",
 )
 
 

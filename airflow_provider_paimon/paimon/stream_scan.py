@@ -47,6 +47,7 @@ _UNSUPPORTED_MODES = {
 }
 
 APPEND = "APPEND"
+COMPACT = "COMPACT"
 OVERWRITE = "OVERWRITE"
 NOT_STARTED = 0  # next_snapshot of the initial offset: "resolve the start on first use"
 
@@ -66,6 +67,12 @@ class StreamOffset:
     can name the source from the offset alone. They are optional (offsets written
     before they existed have none) and not part of equality: two offsets are the same
     position when their snapshots are.
+
+    ``data_snapshot`` is set when the last snapshots below ``next_snapshot`` are COMPACT
+    ones (passed over, their rows already read): the newest snapshot below it that
+    changed data, i.e. the snapshot whose rows the position has read. Lineage records
+    it as the source snapshot, since a COMPACT snapshot is never a sink snapshot of the
+    lineage store (a hop up from it would find nothing). Not part of equality either.
     """
 
     next_snapshot: int
@@ -74,6 +81,7 @@ class StreamOffset:
     table: str | None = field(default=None, compare=False)
     branch: str | None = field(default=None, compare=False)
     warehouse: str | None = field(default=None, compare=False)
+    data_snapshot: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nextSnapshot": int(self.next_snapshot)}
@@ -81,6 +89,8 @@ class StreamOffset:
             out["fullSnapshot"] = int(self.full_snapshot)
         if self.start_snapshot is not None:
             out["startSnapshot"] = int(self.start_snapshot)
+        if self.data_snapshot is not None:
+            out["dataSnapshot"] = int(self.data_snapshot)
         for key, value in (("table", self.table), ("branch", self.branch), ("warehouse", self.warehouse)):
             if value is not None:
                 out[key] = str(value)
@@ -96,6 +106,7 @@ class StreamOffset:
                 table=_opt_str(value.get("table")),
                 branch=_opt_str(value.get("branch")),
                 warehouse=_opt_str(value.get("warehouse")),
+                data_snapshot=_opt_int(value.get("dataSnapshot")),
             )
         except (KeyError, TypeError, ValueError):
             raise InvalidArgumentError(
@@ -111,6 +122,11 @@ class StreamOffset:
     def consumed_snapshot(self) -> int | None:
         """The last snapshot this position has read (lineage's source snapshot)."""
         return self.next_snapshot - 1 if self.next_snapshot > 1 else None
+
+    @property
+    def lineage_snapshot(self) -> int | None:
+        """The snapshot whose rows this position has read: ``data_snapshot`` or the consumed one."""
+        return self.data_snapshot if self.data_snapshot is not None else self.consumed_snapshot
 
 
 class OffsetTableMismatchError(InvalidArgumentError):
@@ -255,6 +271,23 @@ class StreamPlanner:
                 "restart the query from a new checkpoint"
             )
         return snap
+
+    def data_snapshot_before(self, next_snapshot: int, floor: int = 1) -> int | None:
+        """The newest non-COMPACT snapshot below ``next_snapshot`` when the ones after it are COMPACT.
+
+        None when snapshot ``next_snapshot - 1`` is not COMPACT (it is the answer
+        itself), or when no such snapshot is found down to ``floor`` (expired, or a
+        table that starts with COMPACT snapshots): lineage then keeps the consumed id.
+        """
+        position = next_snapshot - 1
+        while position >= max(1, floor):
+            snap = self.snapshots.get_snapshot_by_id(position)
+            if snap is None:
+                return None
+            if snap.commit_kind != COMPACT:
+                return None if position == next_snapshot - 1 else position
+            position -= 1
+        return None
 
     def is_scannable(self, snap: Any) -> bool:
         """APPEND snapshots carry new rows; COMPACT never does; OVERWRITE only if asked."""

@@ -20,7 +20,8 @@ and reads it here:
 * batch jobs: a background thread picks up each commit and pairs it with the scans
   planned since the previous commit;
 * streaming: a ``StreamingQueryListener`` takes each micro-batch's progress (batch id,
-  and each source's end offset ``{"nextSnapshot": N}``: snapshot N-1 consumed), finds
+  and each source's end offset ``{"nextSnapshot": N}``: snapshot N-1 consumed, or
+  ``dataSnapshot`` when N-1 and the ones before it are COMPACT), finds
   the sink commit published with that batch id, and names each source from its offset
   (which carries table, branch and warehouse); for offsets of older checkpoints, from
   the query plan (a source's progress ``description`` is its stream object, which the
@@ -424,7 +425,9 @@ class LineageCapture:
             offset = _paimon_offset(source.endOffset)
             if offset is None:
                 continue  # not a Paimon source
-            consumed = offset - 1 if offset > 1 else None
+            consumed = _offset_data_snapshot(source.endOffset)
+            if consumed is None:
+                consumed = offset - 1 if offset > 1 else None
             # The offset names its table (from the first batch on, before the query's
             # plan is readable); older offsets don't: then the plan, then the scan events.
             table = _offset_table(source.endOffset)
@@ -555,6 +558,20 @@ def _offset_table(end_offset: Any) -> TableAt | None:
         return None  # an offset written before offsets carried their table
     database, table = name.split(".")
     return TableAt(str(value.get("warehouse") or ""), database, table, str(value.get("branch") or "main"))
+
+
+def _offset_data_snapshot(end_offset: Any) -> int | None:
+    """``dataSnapshot`` of a Paimon stream offset: the snapshot read when the last ones were COMPACT.
+
+    A COMPACT snapshot changes no data and is never recorded as a sink snapshot, so the
+    source snapshot recorded is the one whose rows the batch read.
+    """
+    value = _offset_json(end_offset)
+    raw = None if value is None else value.get("dataSnapshot")
+    try:
+        return None if raw is None else int(raw)
+    except (TypeError, ValueError):
+        return None
 
 
 def _paimon_offset(end_offset: Any) -> int | None:

@@ -207,7 +207,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             if position == begin.next_snapshot:
                 return start  # nothing new: the same offset, so Spark runs no batch
-            return self._json(StreamOffset(next_snapshot=position))
+            return self._json(
+                StreamOffset(next_snapshot=position, data_snapshot=planner.data_snapshot_before(position))
+            )
         # First range of a new query: resolve the start once and pin it in the offset.
         if self._start is None:
             saved = (
@@ -227,6 +229,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 next_snapshot=position,
                 full_snapshot=start_pos.full_snapshot,
                 start_snapshot=start_pos.next_snapshot,
+                data_snapshot=planner.data_snapshot_before(position),
             )
         )
 
@@ -267,7 +270,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 database=self.opts.database,
                 table=self.opts.table_name,
                 branch=self.opts.branch_name,
-                snapshot_id=done.consumed_snapshot,
+                snapshot_id=done.lineage_snapshot,  # never a COMPACT one (see StreamOffset)
                 next_snapshot=done.next_snapshot,
                 consumer_id=self.consumer_id or "",
             ),

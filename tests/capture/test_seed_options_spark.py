@@ -166,3 +166,78 @@ def test_table_lineage_only_from_options_and_native_write(spark, warehouse, tmp_
     with pytest.raises(InvalidArgumentError, match="option 'table-lineage' must be a boolean"):
         write_table(df, "db.dst", warehouse=warehouse, options={"table-lineage": "maybe"})
     assert latest(catalog, "db.dst") == 1
+
+
+@pytest.mark.parametrize("flag", ["table-lineage", "data-lineage"])
+def test_capture_records_each_flag_alone(spark, warehouse, tmp_path, flag):
+    """The capture turned on by one ``spark.paimon.catalog.*`` flag records only its kind.
+
+    table lineage alone: the job's source and sink tables, no snapshot links; data
+    lineage alone: the snapshot links, no job tables (the seed's two switches).
+    """
+    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+
+    catalog = make_tables(warehouse)
+    path = tmp_path / "lineage.db"
+    job = f"seed.alone.{flag}.{time.monotonic_ns()}"
+    conf = {
+        f"spark.paimon.catalog.{flag}": "true",
+        "spark.paimon.catalog.jdbc.url": f"jdbc:sqlite:{path}",
+        "spark.paimon.lineage.job": job,
+        "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
+        "spark.paimon.lineage.pollIntervalMs": "100",
+    }
+    with configured(spark, conf):
+        capture = enable_lineage_capture(spark, force=False)
+        assert capture is not None  # the flag alone turns the capture on
+        try:
+            copy(spark, warehouse, {})  # no lineage options on the read or the write
+            deadline = time.monotonic() + 60
+            while capture.recorder.delivered < 1 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert capture.recorder.delivered >= 1
+        finally:
+            capture.close()
+    assert sorted(read_ids(catalog, "db.dst")) == list(range(5))
+    dst = latest(catalog, "db.dst")
+    got = lineage_rows(f"sqlite:///{path}", "paimon", job)
+    if flag == "table-lineage":
+        assert got["source_tables"] == [("db", "src")] and got["sink_tables"] == [("db", "dst")]
+        assert got["source_data"] == [] and got["sink_data"] == []
+        assert got["options"]["table-lineage"] == "true" and "data-lineage" not in got["options"]
+    else:
+        assert got["source_tables"] == [] and got["sink_tables"] == []
+        assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, dst)]
+        assert got["up"] == [("src", 1, job)] and got["down"] == [("dst", dst)]
+        assert got["options"]["data-lineage"] == "true" and "table-lineage" not in got["options"]
+
+
+def test_data_lineage_only_from_data_source_options(spark, warehouse, tmp_path):
+    """No capture: the data source records a read and a write with ``data-lineage`` alone."""
+    catalog = make_tables(warehouse)
+    path = tmp_path / "lineage.db"
+    job = f"seed.data-only.{time.monotonic_ns()}"
+    with configured(spark, {"spark.paimon.lineage.job": job, "spark.paimon.lineage.spoolDir": str(tmp_path / "spool")}):
+        copy(spark, warehouse, {"data-lineage": "true", "jdbc.url": f"jdbc:sqlite:{path}"})
+    assert sorted(read_ids(catalog, "db.dst")) == list(range(5))
+    got = lineage_rows(f"sqlite:///{path}", "paimon", job)
+    assert got["source_tables"] == [] and got["sink_tables"] == []  # no job tables
+    assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, latest(catalog, "db.dst"))]
+
+
+def test_native_read_and_write_helpers_take_the_seed_options(spark, warehouse, tmp_path):
+    """``read_table`` then ``write_table`` with the seed's options: one barrier, both kinds."""
+    from airflow_provider_paimon.spark import read_table, write_table
+
+    catalog = make_tables(warehouse)
+    path = tmp_path / "lineage.db"
+    job = f"seed.native-rw.{time.monotonic_ns()}"
+    options = {"table-lineage": "true", "data-lineage": "true", "lineage-meta": "jdbc",
+               "jdbc.url": f"jdbc:sqlite:{path}"}
+    with configured(spark, {"spark.paimon.lineage.job": job, "spark.paimon.lineage.spoolDir": str(tmp_path / "spool")}):
+        df = read_table(spark, "db.src", warehouse=warehouse, options=options)
+        result = write_table(df, "db.dst", warehouse=warehouse, options=options)
+    assert sorted(read_ids(catalog, "db.dst")) == list(range(5))
+    got = lineage_rows(f"sqlite:///{path}", "paimon", job)
+    assert got["source_tables"] == [("db", "src")] and got["sink_tables"] == [("db", "dst")]
+    assert got["source_data"] == [("src", 1, 1)] and got["sink_data"] == [("dst", 1, result.snapshot_id)]

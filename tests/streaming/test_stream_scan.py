@@ -114,6 +114,20 @@ def test_rate_limits_count_scannable_snapshots_and_files(history):
     assert p.advance(7) == 7
 
 
+def test_a_position_after_a_compact_snapshot_names_the_data_snapshot_it_read(history):
+    """Lineage's source snapshot is never a COMPACT one: s5 has s4's rows (#21)."""
+    p = _planner(history)
+    assert p.data_snapshot_before(6) == 4  # read up to the COMPACT s5: s4's rows
+    assert p.data_snapshot_before(5) is None and p.data_snapshot_before(7) is None  # s4, s6: data
+    assert p.data_snapshot_before(1) is None
+    offset = StreamOffset(next_snapshot=6, data_snapshot=4)
+    again = StreamOffset.from_json(json.loads(json.dumps(offset.to_json())))
+    assert again == offset == StreamOffset(next_snapshot=6)  # the same position for Spark
+    assert (again.lineage_snapshot, again.consumed_snapshot) == (4, 5)
+    assert StreamOffset(next_snapshot=7).lineage_snapshot == 6
+    assert "dataSnapshot" not in StreamOffset(next_snapshot=7).to_json()
+
+
 def test_overwrite_is_skipped_unless_asked(warehouse):
     table = make_table(warehouse)
     append(table, [1])

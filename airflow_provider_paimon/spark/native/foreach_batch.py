@@ -16,7 +16,13 @@ commits it through the ``paimon`` streaming sink's own commit
   the branch, as for the sink;
 - ``precommit-compact``, the lineage store check and the commit event per batch
   (``StreamCommitEvent`` with the batch id, which lineage capture pairs with the
-  query's progress) are the sink's.
+  query's progress) are the sink's;
+- so is what follows each commit: the table's snapshot expiry and the stream's own
+  background compaction (``paimon.compaction.after_commit``: COMPACT snapshots under
+  ``<commit user>-compact``, job records in ``paimon-sink/compact-pending-*.json`` so a
+  killed job's files are cleaned up on restart; the worker thread runs in this
+  driver). ``options`` override the table's (``compaction.min.file-num``, ...);
+  ``write-only=true`` turns both off.
 
 ``checkpoint_location`` should be the query's own ``checkpointLocation`` (the state
 goes in its ``paimon-sink/`` folder, as the sink's does); it must not change while the
