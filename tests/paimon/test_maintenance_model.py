@@ -37,7 +37,9 @@ from test_branch_support import SCHEMA, load_table, make_table, table_dir, write
 from test_maintenance_support import OPTIONS, branches, compact_main, meta_ids, read_rows
 
 from airflow_provider_paimon.paimon import branch as bops
+from airflow_provider_paimon.paimon import faults
 from airflow_provider_paimon.paimon.consumers import save_next_snapshot
+from airflow_provider_paimon.paimon.errors import ConcurrentModificationError
 from airflow_provider_paimon.paimon.maintenance import (
     expire_snapshots,
     expire_tags,
@@ -56,11 +58,25 @@ METADATA_DIRS = ("snapshot", "schema", "tag", "consumer")
 # tag retentions: none (never expires), one that passes within the step, one that does not
 TAG_RETENTIONS = [None, 0.001, "1 h"]
 
+AFTER_SWITCH = {"fast_forward.switch", "fast_forward.history", "fast_forward.tags", "fast_forward.hints",
+                "replace_main.switch", "replace_main.hint"}
+
 STEP_WEIGHTS = {
     "append": 6, "overwrite": 2, "stream": 5, "write_expire": 3, "compact": 2,
     "tag": 3, "untag": 1, "rename_tag": 1, "expire_tags": 2,
     "branch": 2, "unbranch": 1, "replace": 1, "ff": 1, "consumer": 1,
-    "expire": 3, "orphans": 1, "rollback": 1, "rollback_latest": 1,
+    "expire": 3, "orphans": 1, "rollback": 1, "rollback_latest": 1, "crash": 3,
+}
+# a kill (an injected fault) at one of these points of a step, then that step run again
+CRASH_POINTS = {
+    "expire": [f"expire.{s}" for s in ("journal", "snapshots", "hint", "manifests", "data")],
+    "rollback": [f"rollback.{s}" for s in ("restore", "journal", "snapshots", "hint", "manifests", "data")],
+    "expire_tags": [f"expire_tags.{s}" for s in ("journal", "snapshots", "hint", "manifests", "data")],
+    "ff": [f"fast_forward.{s}" for s in ("check", "pin_hint", "ahead", "prepare", "journal", "schemas", "switch",
+                                          "history", "tags", "hints")],
+    "rename_tag": ["rename_tag.written"],
+    "replace": [f"replace_main.{s}" for s in ("journal", "backup", "manifests", "check", "schemas", "switch",
+                                              "hint")],
 }
 
 
@@ -156,6 +172,9 @@ class Model:
         self.batches: dict[str | None, int] = {}  # branch -> last streaming batch id
         self.n = 0
         self.reads = 0
+        self.beside_rows: list | None = None  # main after a commit beside a killed step
+        self.recorded: list | None = None  # draws of a step being killed
+        self.replay: list | None = None  # ... handed back to its rerun
 
     def table(self, br: str | None = None):
         return load_table(self.catalog, "db.t", br)
@@ -176,6 +195,21 @@ class Model:
     def tags(self, br: str | None) -> list[str]:
         return meta_ids(self.tdir, br, "tag", "tag-")
 
+    def draw(self, make):
+        """One random draw; while a killed step is run again, the draws it made (same arguments)."""
+        if self.replay is not None:
+            return self.replay.pop(0)
+        value = make()
+        if self.recorded is not None:
+            self.recorded.append(value)
+        return value
+
+    def pick(self, seq):
+        return self.draw(lambda: self.rng.choice(seq))
+
+    def randint(self, a: int, b: int) -> int:
+        return self.draw(lambda: self.rng.randint(a, b))
+
     def name(self, prefix: str) -> str:
         self.n += 1
         return f"{prefix}{self.n}"
@@ -189,18 +223,25 @@ class Model:
         self.n += 1
         return [self.n, self.n + 1000]
 
+    def latest_id(self, br: str | None) -> int | None:
+        """The snapshot plain pypaimon reads as the branch's latest (``LATEST`` hint rule:
+        a killed fast-forward's copies written ahead, behind a gap, are not it)."""
+        latest = self.table(br).snapshot_manager().get_latest_snapshot()
+        return None if latest is None else latest.id
+
     def latest_rows(self, br: str | None) -> list[tuple]:
         """What the branch's latest snapshot read when it was made ([] without one)."""
-        ids = self.snaps(br)
-        return self.rows[self.doc(br, "snapshot", str(ids[-1]))["uuid"]] if ids else []
+        sid = self.latest_id(br)
+        return [] if sid is None else self.rows[self.doc(br, "snapshot", str(sid))["uuid"]]
 
     def expect_latest(self, br: str | None, rows: list[tuple], before: int | None) -> None:
         """The step committed a new latest snapshot on ``br`` that reads ``rows``."""
-        ids = self.snaps(br)
-        assert ids and ids[-1] != before, (br, before, ids)
-        uid = self.doc(br, "snapshot", str(ids[-1]))["uuid"]
-        got = self.rows_of(br, "snapshot", str(ids[-1]))
-        assert got == sorted(rows), (br, ids[-1], got, sorted(rows))
+        sid = self.latest_id(br)
+        assert sid is not None and sid != before and sid == self.snaps(br)[-1], (br, before, sid, self.snaps(br))
+        uid = self.doc(br, "snapshot", str(sid))["uuid"]
+        got = self.rows_of(br, "snapshot", str(sid))
+        assert got == sorted(rows), (br, sid, got, sorted(rows))
+        assert read_rows(self.table(br)) == got, (br, sid, "latest")
         self.rows[uid] = got
 
     def last_id(self, br: str | None) -> int | None:
@@ -240,12 +281,11 @@ class Model:
         self.expect_latest(br, [(i, f"o{i}") for i in ids], before)
 
     def retention_options(self) -> dict[str, str]:
-        rng = self.rng
         return {
-            "snapshot.num-retained.min": str(rng.randint(1, 2)),
-            "snapshot.num-retained.max": str(rng.randint(2, 5)),
-            "snapshot.time-retained": rng.choice(["1 ms", "1 h"]),
-            "snapshot.expire.limit": str(rng.randint(1, 4)),
+            "snapshot.num-retained.min": str(self.randint(1, 2)),
+            "snapshot.num-retained.max": str(self.randint(2, 5)),
+            "snapshot.time-retained": self.pick(["1 ms", "1 h"]),
+            "snapshot.expire.limit": str(self.randint(1, 4)),
         }
 
     def op_stream(self, br):
@@ -293,8 +333,8 @@ class Model:
     def op_tag(self, br):
         ids = self.snaps(br)
         if ids:
-            name, retained = self.name("t"), self.rng.choice(TAG_RETENTIONS)
-            create_tag(self.table(), name, branch=br, snapshot_id=self.rng.choice(ids), time_retained=retained)
+            name, retained = self.name("t"), self.pick(TAG_RETENTIONS)
+            create_tag(self.table(), name, branch=br, snapshot_id=self.pick(ids), time_retained=retained)
             seconds = {None: None, 0.001: 0.001, "1 h": 3600.0}[retained]
             assert self.doc(br, "tag", name).get("tagTimeRetained") == seconds, (name, retained)
             return f"tag {br} {name} retained={retained}"
@@ -304,7 +344,7 @@ class Model:
         tags = self.tags(br)
         if tags:
             try:
-                delete_tag(self.table(), self.rng.choice(tags), branch=br)
+                delete_tag(self.table(), self.pick(tags), branch=br)
             except TagInUseError:
                 return "untag refused (branch needs it)"
         return None
@@ -313,7 +353,7 @@ class Model:
         tags = self.tags(br)
         if not tags:
             return None
-        old, new = self.rng.choice(tags), self.name("r")
+        old, new = self.pick(tags), self.name("r")
         before = self.doc(br, "tag", old)
         try:
             rename_tag(self.table(), old, new, branch=br)
@@ -340,9 +380,9 @@ class Model:
     def op_branch(self, br):
         tags = self.tags(None)
         if tags and self.rng.random() < 0.5:
-            bops.create_branch(self.table(), self.name("b"), tag=self.rng.choice(tags))
+            bops.create_branch(self.table(), self.name("b"), tag=self.pick(tags))
         else:
-            bops.create_branch(self.table(), self.name("b"), snapshot_id=self.rng.choice(self.snaps(None)))
+            bops.create_branch(self.table(), self.name("b"), snapshot_id=self.pick(self.snaps(None)))
         return "branch"
 
     def op_unbranch(self, br):
@@ -355,7 +395,10 @@ class Model:
     def op_replace(self, br):
         if br is None or not self.snaps(br):
             return "noop"
-        before, expected = self.last_id(None), self.latest_rows(br)
+        # drawn: a killed replace-main's rerun expects what the first run did
+        before, expected = self.draw(lambda: self.last_id(None)), self.draw(lambda: self.latest_rows(br))
+        if self.beside_rows is not None:  # a commit landed on the switched main before this rerun
+            expected = self.beside_rows
         result = bops.replace_main(self.table(), br, backup_name=self.name("bk"))
         if result["unchanged"]:  # main already reads as the branch (after a fast-forward): no-op
             assert self.last_id(None) == before and self.latest_rows(None) == expected, result
@@ -371,14 +414,59 @@ class Model:
 
     def op_consumer(self, br):
         if self.snaps(br):
-            save_next_snapshot(self.table(br), "c", self.rng.choice(self.snaps(br)))
+            save_next_snapshot(self.table(br), "c", self.pick(self.snaps(br)))
         return None
 
     def op_expire(self, br):
-        rng = self.rng
-        expire_snapshots(self.table(), branch=br, retain_min=rng.randint(1, 3), older_than=timedelta(0),
-                         max_deletes=rng.randint(1, 20))
+        expire_snapshots(self.table(), branch=br, retain_min=self.randint(1, 3), older_than=timedelta(0),
+                         max_deletes=self.randint(1, 20))
         return None
+
+    def op_crash(self, br):
+        """A step killed at a random fault point: every state still reads (the branches'
+        latest too), and the step run again (same arguments) finishes the job."""
+        op = self.pick(sorted(CRASH_POINTS))
+        point = self.pick(CRASH_POINTS[op])
+        if op in ("rollback", "ff", "replace") and br is None:
+            br = self.pick(branches(self.tdir))
+        n, self.recorded = self.n, []
+        faults.set_fault(point)
+        try:
+            getattr(self, f"op_{op}")(br)
+        except faults.InjectedFault:
+            pass
+        else:
+            return f"crash {op} {br} at {point}: not reached"
+        finally:
+            faults.clear()
+            draws, self.recorded = self.recorded, None
+        self.check(f"killed: {op} {br} at {point}", full=False, latest=True)
+        beside = ""
+        if point in AFTER_SWITCH and self.rng.random() < 0.5:
+            # a writer commits to main before the rerun (writers do not read journals).
+            # Only after the switch: before it a fast-forward's copies written ahead of
+            # main wait behind a gap that such a commit fills (the rerun then refuses
+            # and removes them, test_branch_fast_forward.py), but until that rerun
+            # readers see the copies instead of the commit.
+            self.op_append(None)
+            self.check(f"commit beside killed {op} {br} at {point}", full=False, latest=True)
+            beside = " + commit to main"
+            commit = self.doc(None, "snapshot", str(self.latest_id(None)))["uuid"]
+            self.beside_rows = self.latest_rows(None)
+        self.n, self.replay = n, draws
+        try:
+            rerun = getattr(self, f"op_{op}")(br)
+        except ConcurrentModificationError as err:
+            assert beside and "main changed" in str(err), err
+            assert not os.path.exists(os.path.join(self.tdir, ".branch-op.json"))
+            self.replay = []
+            rerun = "refused: main changed"
+        finally:
+            assert self.replay == [], self.replay
+            self.replay = self.beside_rows = None
+        if beside:  # the rerun finished (or refused) around the commit: it is main's latest
+            assert self.doc(None, "snapshot", str(self.latest_id(None)))["uuid"] == commit, (op, point)
+        return f"crash {op} {br} at {point}{beside}, rerun: {rerun}"
 
     def op_orphans(self, br):
         remove_orphan_files(self.table(), older_than=timedelta(0))
@@ -388,9 +476,9 @@ class Model:
 
     def _rollback(self, br, as_latest: bool):
         ids = self.snaps(br)
-        if len(ids) <= 1:
+        if len(ids) <= 1 and self.replay is None:  # a killed rollback's rerun goes on
             return None
-        target = self.rng.choice(ids[:-1])
+        target = self.pick(ids[:-1])
         expected = self.rows[self.doc(br, "snapshot", str(target))["uuid"]]
         try:
             rollback(self.table(), branch=br, snapshot_id=target, as_latest=as_latest)
@@ -416,12 +504,13 @@ class Model:
             for tag in self.tags(br):
                 yield br, "tag", tag
 
-    def check(self, what: str, *, full: bool) -> None:
+    def check(self, what: str, *, full: bool, latest: bool = False) -> None:
         """Every snapshot and tag present reads the rows its snapshot read when made.
 
         A state not read through its current document before (new, or its file was
         rewritten), or one whose files are not all there any more, is read with
-        pypaimon; with ``full`` every state is.
+        pypaimon; with ``full`` every state is. With ``full`` or ``latest`` each branch
+        read without a snapshot (its ``LATEST``) reads as its newest snapshot present.
         """
         for br, kind, name in self.states():
             raw = self.raw(br, kind, name)
@@ -429,7 +518,8 @@ class Model:
             if uid not in self.rows:
                 # every step that commits checks its new latest snapshot; only a
                 # compaction may commit more than one (their rows are the table's)
-                assert kind == "snapshot" and what.rsplit(" / ", 1)[-1].startswith("compact"), (
+                # (or a killed replace-main's switch: its rerun checks that snapshot)
+                assert kind == "snapshot" and what.rsplit(" / ", 1)[-1].startswith(("compact", "killed: replace")), (
                     what, br, kind, name, "a snapshot no step made")
                 self.rows[uid] = self.rows_of(br, kind, name)
             key = (br, kind, name)
@@ -437,6 +527,10 @@ class Model:
                 continue
             assert self.rows_of(br, kind, name) == self.rows[uid], (what, br, kind, name)
             self.verified[key] = raw
+        if full or latest:
+            for br in branches(self.tdir):
+                self.reads += 1
+                assert read_rows(self.table(br)) == self.latest_rows(br), (what, br, "latest", self.latest_id(br))
 
     def files_there(self, raw: str) -> bool:
         if raw not in self.needs:
@@ -466,7 +560,7 @@ def test_random_operations_keep_every_retained_state_readable(warehouse, seed, c
     ops = {x.split(" ")[0] for x in log}
     # the sequence exercised every kind of step that changes what is retained
     for op in ("append", "overwrite", "stream", "write+expire", "compact", "tag", "expire_tags", "expire",
-               "orphans", "branch"):
+               "orphans", "branch", "crash"):
         assert op in ops, (op, sorted(ops))
     # the writer's expiry swallows failures (the write is committed): none may have happened
     assert not [r.getMessage() for r in caplog.records if r.name == after_commit_log.name and r.levelno >= logging.WARNING]
@@ -483,6 +577,8 @@ def test_random_operations_keep_every_retained_state_readable(warehouse, seed, c
     present = table_files(model.tdir)
     assert present - named == set(), sorted(present - named)
     assert live - present == set(), sorted(live - present)
-    print(f"seed {seed}: {STEPS} steps, {len(model.rows)} snapshots made, {model.reads} reads, "
+    crashes = [x for x in log if x.startswith("crash") and "rerun" in x]
+    print(f"seed {seed}: {STEPS} steps, {len(crashes)} killed and rerun, {len(model.rows)} snapshots made, "
+          f"{model.reads} reads, "
           f"{len(present)} files left, {len([p for p in present - live if p.startswith('bucket-')])} data files "
           "no retained state reads (named by a DELETE entry, kept as Paimon Java's orphan cleanup keeps them)")
