@@ -212,3 +212,57 @@ def test_concurrent_commit_is_refused_and_kept(warehouse, monkeypatch):
     monkeypatch.setattr(faults, "check", real_check)
     ops.fast_forward(t, "fix")
     assert rows(catalog) == rows(catalog, branch="fix")
+
+
+@pytest.mark.parametrize("kind", ["behind", "equal", "ahead"])
+def test_commit_beside_a_killed_fast_forward_stays_visible_and_is_kept(warehouse, tmp_path, kind):
+    """Killed right after its switch, the journal waits for a rerun; a writer keeps
+    committing to main meanwhile (pypaimon writers do not read journals). Its commit
+    reads on top of the branch, and the rerun finishes without deleting it. (Found by
+    the maintenance model test: with the branch behind main, old main's snapshots above
+    the branch's latest were still there after the switch, so the commit made old main
+    the latest again, and the rerun deleted the commit.)"""
+    catalog, t, _old, new = scenario(warehouse, kind)
+    faults.set_fault("fast_forward.switch")
+    try:
+        with pytest.raises(faults.InjectedFault):
+            ops.fast_forward(t, "fix")
+    finally:
+        faults.clear()
+    assert rows(catalog) == new
+    write(load_table(catalog, "db.t"), [777])
+    with_commit = sorted(new + [(777, "m777")])
+    assert rows(catalog) == with_commit
+    result = ops.fast_forward(t, "fix")
+    assert result["resumed"] is True
+    assert rows(catalog) == with_commit
+    tdir = table_dir(warehouse)
+    assert not os.path.exists(os.path.join(tdir, ".branch-op.json"))
+    # main's history is the branch's, then the commit; no snapshot of old main is left
+    lb = result["main_snapshot_id"]
+    ids = sorted(int(n[9:]) for n in os.listdir(os.path.join(tdir, "snapshot")) if n.startswith("snapshot-"))
+    assert ids[-1] == lb + 1 and hint(tdir, "LATEST") == lb + 1
+    for sid in ids[:-1]:
+        main_doc = open(os.path.join(tdir, "snapshot", f"snapshot-{sid}")).read()
+        branch_path = os.path.join(tdir, "branch", "branch-fix", "snapshot", f"snapshot-{sid}")
+        if sid >= 2:
+            assert main_doc == open(branch_path).read(), sid
+
+
+def test_commit_into_the_gap_of_a_killed_fast_forward_is_kept(warehouse):
+    """Killed after writing the branch's snapshots ahead of main (behind a gap at
+    Lm+1), a writer's commit fills the gap. The rerun must not take the branch's copies
+    for a finished switch and overwrite the commit: it refuses as for any concurrent
+    commit, removes its copies, and main reads old main plus the commit."""
+    catalog, t, old, _new = scenario(warehouse, "ahead")
+    faults.set_fault("fast_forward.ahead")
+    try:
+        with pytest.raises(faults.InjectedFault):
+            ops.fast_forward(t, "fix")
+    finally:
+        faults.clear()
+    write(load_table(catalog, "db.t"), [777])
+    with pytest.raises(ConcurrentModificationError, match="main changed during fast-forward"):
+        ops.fast_forward(t, "fix")
+    assert rows(catalog) == sorted(old + [(777, "m777")])
+    assert not os.path.exists(os.path.join(table_dir(warehouse), ".branch-op.json"))

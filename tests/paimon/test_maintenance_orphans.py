@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 from test_branch_support import SCHEMA, load_table, table_dir, tree
-from test_maintenance_support import scenario, states
+from test_maintenance_support import java_orphans, scenario, states
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon import faults
@@ -194,3 +194,24 @@ def test_bad_input_is_refused_and_changes_nothing(warehouse, kwargs, match):
     with pytest.raises(InvalidArgumentError, match=match):
         remove_orphan_files(t, **kwargs)
     assert tree(warehouse) == snap
+
+
+def test_same_orphans_as_paimon_java(warehouse):
+    """Against Paimon Java's rule (test_maintenance_support.java_orphans): after expiry
+    (files only DELETE entries still name) with leftovers of every kind, some aged
+    past the cut-off and some not, the same files go; ours also removes what Java's
+    leaves behind (temp files outside ``snapshot/``, a half-made branch folder)."""
+    catalog, t = scenario(warehouse)
+    tdir = table_dir(warehouse)
+    expire_snapshots(t, retain_min=2, older_than=timedelta(0), max_deletes=5)
+    kinds = _leftovers(catalog, warehouse)
+    _age_everything(tdir)
+    _uncommitted_write(load_table(catalog, "db.t"))  # young: kept by both
+    cutoff = int((time.time() - 3600) * 1000)
+    java = java_orphans(tdir, cutoff)
+    ours = {d["path"]: d["kind"] for d in remove_orphan_files(t, older_than=cutoff, dry_run=True)["deleted_files"]}
+    # Java cleans temp files of snapshot/ only; tag/ temp files and staging folders are ours
+    extra = {p for p, k in ours.items() if k == "staging" or (k == "temp" and p.startswith("tag/"))}
+    assert extra == {"tag/.tag-x.77.tmp", "branch/.tmp-half-0123456789ab"}
+    assert set(ours) - extra == java, sorted((set(ours) - extra) ^ java)
+    assert set(ours) == set(kinds)

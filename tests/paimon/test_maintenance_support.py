@@ -188,3 +188,60 @@ def java_expire(tdir: str, retain_min: int, retain_max: int, older_than_ms: int,
         for name in _manifest_set(tdir, _snap(tdir, sid)) - skipping:
             deleted.add(f"manifest/{name}")
     return list(range(begin, end)), deleted
+
+
+# --- Paimon Java's OrphanFilesClean (LocalOrphanFilesClean.clean), transcribed --------
+
+def _doc_file_names(tdir: str, doc: dict) -> set[str]:
+    """File names one snapshot or tag names (Java's getUsedFiles: every manifest entry,
+    ADD or DELETE, with its extra files; manifest lists, manifests, index, statistics)."""
+    used: set[str] = set()
+    for key in ("baseManifestList", "deltaManifestList", "changelogManifestList"):
+        lst = doc.get(key)
+        if not lst:
+            continue
+        used.add(lst)
+        for m in _manifests(tdir, lst):
+            used.add(m)
+            for r in _avro(os.path.join(tdir, "manifest", m)):
+                used.add(r["_FILE"]["_FILE_NAME"])
+                used.update(r["_FILE"].get("_EXTRA_FILES") or [])
+    if doc.get("indexManifest"):
+        used.add(doc["indexManifest"])
+        used.update(r["_FILE_NAME"] for r in _avro(os.path.join(tdir, "manifest", doc["indexManifest"])))
+    if doc.get("statistics"):
+        used.add(doc["statistics"])
+    return used
+
+
+def java_orphans(tdir: str, older_than_ms: int) -> set[str]:
+    """Relative paths Paimon Java's orphan cleanup deletes: in every branch's
+    ``snapshot/`` the files that are not snapshots or hints (``cleanSnapshotDir``), and
+    in the manifest, index, statistics and bucket folders the files older than the
+    cut-off whose *name* no snapshot, changelog or tag of any branch uses."""
+    roots = {"": tdir}
+    bdir = os.path.join(tdir, "branch")
+    if os.path.isdir(bdir):
+        roots.update({f"branch/{n}/": os.path.join(bdir, n) for n in os.listdir(bdir) if n.startswith("branch-")})
+    used: set[str] = set()
+    out: set[str] = set()
+
+    def old(path: str) -> bool:
+        return int(os.stat(path).st_mtime * 1000) < older_than_ms
+
+    for rel_root, root in roots.items():
+        for sub in ("snapshot", "tag", "changelog"):
+            d = os.path.join(root, sub)
+            for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+                if name.startswith(f"{sub}-") and not name.endswith(".tmp"):
+                    used |= _doc_file_names(tdir, json.load(open(os.path.join(d, name))))
+                elif sub == "snapshot" and name not in ("EARLIEST", "LATEST") and old(os.path.join(d, name)):
+                    out.add(f"{rel_root}snapshot/{name}")
+    for dirpath, _dirs, files in os.walk(tdir):
+        rel = os.path.relpath(dirpath, tdir).replace(os.sep, "/")
+        top = rel.split("/")[0]
+        if top in ("manifest", "index", "statistics") or any(p.startswith("bucket-") for p in rel.split("/")):
+            for name in files:
+                if name not in used and old(os.path.join(dirpath, name)):
+                    out.add(f"{rel}/{name}")
+    return out

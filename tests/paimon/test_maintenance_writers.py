@@ -18,7 +18,11 @@ from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon.consumers import save_next_snapshot
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
-from airflow_provider_paimon.paimon.maintenance.options import now_ms
+from airflow_provider_paimon.paimon.maintenance.options import (
+    now_ms,
+    writer_retention,
+    writer_time_bound_ms,
+)
 from airflow_provider_paimon.paimon.tag import create_tag
 
 # at most 3 snapshots (the rest are younger than time-retained's 1 h) ...
@@ -128,6 +132,7 @@ def test_write_only_table_option_keeps_every_snapshot(spark, warehouse):
         ({"write-only": "yes please"}, {}, "write-only"),
         ({"snapshot.time-retained": "soon"}, {}, "snapshot.time-retained"),
         ({}, {"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}, "retain_min"),
+        ({}, {"snapshot.expire.execution-time-bound": "5"}, "execution-time-bound"),
     ],
 )
 def test_bad_value_is_refused_before_anything_is_written(spark, warehouse, table_options, write_options, named):
@@ -211,3 +216,40 @@ def test_write_options_override_table_options(warehouse):
     assert result["expired_snapshot_ids"] == [1]
     result = expire_after_commit(load_table(catalog, "db.t"), options={"snapshot.time-retained": "1 ms"})
     assert result["expired_snapshot_ids"] == [2, 3, 4]
+
+
+TIME_BOUND = "snapshot.expire.execution-time-bound"
+
+
+def test_time_bound_is_a_table_option_overridable_per_write(warehouse, caplog):
+    catalog, t = make_table(warehouse, options=dict(RETAIN, **{TIME_BOUND: "1 ms"}))
+    tdir = table_dir(warehouse)
+    for i in range(30):
+        write(t, [i])
+    before = _state(tdir)
+    caplog.set_level(logging.WARNING)
+    # planning 10 snapshots' manifests against 20 retained takes longer than 1 ms: skipped, unchanged
+    assert expire_after_commit(load_table(catalog, "db.t")) is None
+    msg = caplog.records[-1].getMessage()
+    assert _state(tdir) == before and TIME_BOUND in msg and "write-only=true" in msg, msg
+    # the write's own option wins over the table's (Paimon's dynamic options)
+    result = expire_after_commit(load_table(catalog, "db.t"), options={TIME_BOUND: "1 min"})
+    assert result["expired_snapshot_ids"] == list(range(1, 11))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected_ms"),
+    [(None, 5000), ("", 5000), ("5 s", 5000), ("500 ms", 500), ("2min", 120_000), (" 1 h ", 3_600_000)],
+)
+def test_time_bound_values(value, expected_ms):
+    assert writer_time_bound_ms({} if value is None else {TIME_BOUND: value}) == expected_ms
+
+
+@pytest.mark.parametrize("value", ["5", "0 s", "0 ms", "fast", "-1 s", "5 weeks", "1.5 s", 5])
+def test_bad_time_bound_is_refused_naming_the_option(value):
+    with pytest.raises(InvalidArgumentError, match=TIME_BOUND):
+        writer_time_bound_ms({TIME_BOUND: value})
+    # checked with the retention before a writer writes anything; not while write-only is on
+    with pytest.raises(InvalidArgumentError, match=TIME_BOUND):
+        writer_retention({TIME_BOUND: value})
+    assert writer_retention({TIME_BOUND: value, "write-only": "true"}) is None

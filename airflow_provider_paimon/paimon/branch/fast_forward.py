@@ -17,15 +17,22 @@ main. Here the order keeps "latest" pointing at old main until one atomic step:
 3. ``pin_hint``: ``LATEST`` = old latest ``Lm``. Readers trust it while
    ``snapshot-(Lm+1)`` is absent, so files written behind it are invisible.
 4. ``ahead``: branch snapshots with ids ``> Lm+1`` are written (invisible: gap at Lm+1).
-5. ``prepare``: when the branch ends below ``Lm``: delete main's ``snapshot-(Lb+1)``
-   and write the branch's ``snapshot-Lb`` (both below the valid hint: invisible).
+5. ``prepare``: when the branch ends below ``Lm``: delete main's snapshots between
+   ``Lb`` and ``Lm`` (``Lm`` itself stays, so the hint stays valid) and write the
+   branch's ``snapshot-Lb`` (all below the valid hint: invisible).
 6. ``schemas``: main's schemas from ``sB`` on become the branch's (only files whose
    bytes differ are written, so nothing changes when the schema did not diverge).
 7. ``switch`` (the one visible step): create ``snapshot-(Lm+1)`` only if absent (a
    concurrent commit makes it fail: ConcurrentModificationError), or replace
-   ``snapshot-Lm``, or move ``LATEST`` to ``Lb``, whichever the plan needs.
+   ``snapshot-Lm``, or (branch below main) delete ``snapshot-Lm``, the last of main's
+   above ``Lb``, so readers find ``Lb`` as latest, then move ``LATEST`` to ``Lb``.
+   After the switch no snapshot of old main lies above the new latest: a commit
+   landing before the journal is finished (a writer beside a killed fast-forward)
+   gets the next id and stays visible, never exposing old main behind it.
 8. ``history``: main's remaining snapshots ``>= B`` become the branch's (now below
-   latest: only time travel sees them).
+   latest: only time travel sees them). A snapshot the plan deletes is deleted only
+   while it is still the one planned (same uuid): a commit that landed after the
+   switch under a planned id is kept.
 9. ``tags``, 10. ``hints``; then the journal is removed.
 """
 
@@ -114,6 +121,9 @@ def make_plan(layout: TableLayout, branch: str) -> dict[str, Any]:
         "main_latest_uuid": None if main_latest is None else main_latest.get("uuid"),
         "copy_snapshots": copy_ids,
         "delete_snapshots": [i for i in m_ids if i >= earliest and i not in copy_ids],
+        "delete_uuids": {
+            str(i): (read_snapshot(layout, None, i) or {}).get("uuid") for i in m_ids if i >= earliest and i not in copy_ids
+        },
         "copy_schemas": b_schemas,
         "delete_schemas": [i for i in schema_ids(layout, None) if i >= s_b and i not in b_schemas],
         "copy_tags": tag_names(layout, branch),
@@ -132,20 +142,46 @@ def _copy_snapshot(layout: TableLayout, branch: str, sid: int) -> None:
 
 
 def _switched(layout: TableLayout, branch: str, plan: dict[str, Any]) -> bool:
-    """True once main's latest is the branch's latest (the switch happened)."""
-    lb = plan["Lb"]
-    if latest_snapshot_id(layout, None) != lb:
+    """True once the switch happened: main holds the branch's latest ``Lb`` at or below
+    its latest (commits may have landed on it since) and, when the branch ends below
+    old main, old main's latest ``Lm`` is gone (before the switch ``Lb`` is written
+    underneath it)."""
+    lb, lm = plan["Lb"], plan["Lm"]
+    latest = latest_snapshot_id(layout, None)
+    if latest is None or latest < lb:
         return False
-    return _same(layout, layout.snapshot_path(branch, lb), layout.snapshot_path(None, lb))
+    if not _same(layout, layout.snapshot_path(branch, lb), layout.snapshot_path(None, lb)):
+        return False
+    if lm is not None and lb < lm:
+        doc = read_snapshot(layout, None, lm)
+        return doc is None or doc.get("uuid") != plan["main_latest_uuid"]
+    first = (lm or 0) + 1
+    if first in plan["copy_snapshots"] and first != lb:
+        # the switch creates the branch's snapshot Lm+1; a commit that filled that gap
+        # instead (a writer beside a killed run) is not a switch
+        return _same(layout, layout.snapshot_path(branch, first), layout.snapshot_path(None, first))
+    return True
 
 
-def _check_unchanged(layout: TableLayout, plan: dict[str, Any], wrote_ahead: list[int]) -> None:
+def _still_planned(layout: TableLayout, plan: dict[str, Any], sid: int) -> bool:
+    """True when main's snapshot ``sid`` is the one the plan saw (not a later commit)."""
+    uuids = plan.get("delete_uuids")
+    if uuids is None:  # a journal written before uuids were planned
+        return True
+    doc = read_snapshot(layout, None, sid)
+    return doc is not None and doc.get("uuid") == uuids.get(str(sid))
+
+
+def _check_unchanged(layout: TableLayout, branch: str, plan: dict[str, Any], wrote_ahead: list[int]) -> None:
+    """Raise (after deleting the copies ahead that are still the branch's) when main moved on."""
     lm = plan["Lm"]
     now = latest_snapshot_id(layout, None)
     doc = read_snapshot(layout, None, now) if now is not None else None
     if now != lm or (doc or {}).get("uuid") != plan["main_latest_uuid"]:
         for sid in wrote_ahead:
-            fileops.delete_file(layout.file_io, layout.snapshot_path(None, sid))
+            ours = read_snapshot(layout, None, sid)
+            if ours is not None and ours.get("uuid") == (read_snapshot(layout, branch, sid) or {}).get("uuid"):
+                fileops.delete_file(layout.file_io, layout.snapshot_path(None, sid))
         remove_journal(layout)
         raise ConcurrentModificationError(
             f"main changed during fast-forward (latest snapshot {now}, expected {lm}); "
@@ -161,7 +197,7 @@ def apply_plan(layout: TableLayout, branch: str, plan: dict[str, Any]) -> None:
     ahead = [i for i in copy_ids if i > lm + 1]
     if not _switched(layout, branch, plan):
         require_branch(layout, branch)
-        _check_unchanged(layout, plan, [])
+        _check_unchanged(layout, branch, plan, ahead)  # a rerun's copies ahead go too
         faults.check("fast_forward.check")
         if plan["Lm"] is not None:
             fileops.write_atomic(io, layout.hint_path(None, "LATEST"), str(lm))
@@ -169,9 +205,11 @@ def apply_plan(layout: TableLayout, branch: str, plan: dict[str, Any]) -> None:
         for sid in ahead:
             _copy_snapshot(layout, branch, sid)
         faults.check("fast_forward.ahead")
-        _check_unchanged(layout, plan, ahead)
+        _check_unchanged(layout, branch, plan, ahead)
         if lb < lm:
-            fileops.delete_file(io, layout.snapshot_path(None, lb + 1))
+            for sid in plan["delete_snapshots"]:
+                if lb < sid < lm:
+                    fileops.delete_file(io, layout.snapshot_path(None, sid))
             _copy_snapshot(layout, branch, lb)
         faults.check("fast_forward.prepare")
         for sid in sorted(plan["delete_schemas"], reverse=True):
@@ -186,7 +224,8 @@ def apply_plan(layout: TableLayout, branch: str, plan: dict[str, Any]) -> None:
     for sid in copy_ids:
         _copy_snapshot(layout, branch, sid)
     for sid in plan["delete_snapshots"]:
-        fileops.delete_file(io, layout.snapshot_path(None, sid))
+        if _still_planned(layout, plan, sid):
+            fileops.delete_file(io, layout.snapshot_path(None, sid))
     faults.check("fast_forward.history")
     for name in plan["delete_tags"]:
         if name not in plan["copy_tags"]:
@@ -208,8 +247,12 @@ def _switch(layout: TableLayout, branch: str, plan: dict[str, Any], ahead: list[
         text = fileops.read_text(io, layout.snapshot_path(branch, lm + 1))
         if not fileops.create_new(io, layout.snapshot_path(None, lm + 1), text or ""):
             if fileops.read_text(io, layout.snapshot_path(None, lm + 1)) != text:
-                _check_unchanged(layout, plan, ahead)
+                _check_unchanged(layout, branch, plan, ahead)
     elif lb == lm:
         _copy_snapshot(layout, branch, lb)
     else:
+        # the branch ends below old main: ``prepare`` left only old main's latest above
+        # ``Lb``; once it is gone readers find ``Lb`` by listing, then the hint says so
+        if lm > lb:
+            fileops.delete_file(io, layout.snapshot_path(None, lm))
         fileops.write_atomic(io, layout.hint_path(None, "LATEST"), str(lb))

@@ -12,7 +12,8 @@ What it promises the writer:
 - **cheap when nothing expires**: two hints and at most one snapshot file are read
   (``nothing_to_expire``) before any manifest;
 - **bounded**: at most ``snapshot.expire.limit`` snapshots per commit, and planning
-  gives up (table unchanged) after ``time_bound_s``;
+  gives up (table unchanged) after ``snapshot.expire.execution-time-bound`` (default
+  5 s; a caller's ``time_bound_s`` wins);
 - **never in the way**: while another expiry (``.expire-op.json``) or a branch
   operation (``.branch-op.json``) is pending on the branch it skips with an INFO log;
   it never waits for a lock;
@@ -36,13 +37,20 @@ from ..branch._common import latest_schema_options
 from ..errors import ConcurrentModificationError
 from ..snapshots import TableLayout, earliest_snapshot_id, latest_snapshot_id, read_snapshot
 from .expire import expire_planned, journal_path
-from .options import Retention, writer_retention
+from .options import (
+    DEFAULT_EXPIRE_TIME_BOUND_MS,
+    EXPIRE_TIME_BOUND,
+    Retention,
+    writer_retention,
+    writer_time_bound_ms,
+)
 from .references import TimeBoundExceeded, branches_in_use
 
 log = logging.getLogger(__name__)
 
-#: Longest a writer's expiry may spend planning before it gives up for this commit.
-DEFAULT_TIME_BOUND_S = 5.0
+#: Longest a writer's expiry may spend planning before it gives up for this commit,
+#: unless the table option ``snapshot.expire.execution-time-bound`` says otherwise.
+DEFAULT_TIME_BOUND_S = DEFAULT_EXPIRE_TIME_BOUND_MS / 1000
 
 
 def branch_key(branch: str | None) -> str | None:
@@ -99,22 +107,27 @@ def expire_after_commit(
     *,
     branch: str | None = None,
     options: Mapping[str, Any] | None = None,
-    time_bound_s: float = DEFAULT_TIME_BOUND_S,
+    time_bound_s: float | None = None,
 ) -> dict[str, Any] | None:
     """Apply the table's retention to ``branch`` after a commit to it.
 
     ``table``: the table the writer committed with (any branch); ``options``: the
     write's own options (``write-only``, ``snapshot.*``), over the branch's table
-    options. Returns ``expire_snapshots``'s result when it ran, ``None`` when it was
+    options. ``time_bound_s``: how long planning may take before it gives up; default
+    the option ``snapshot.expire.execution-time-bound`` (5 s when unset). Returns
+    ``expire_snapshots``'s result when it ran, ``None`` when it was
     off, had nothing to do, was skipped or failed (logged; never raised).
     """
     br = branch_key(branch)
     where = f"{table_name(table)} (branch {br or 'main'})"
     try:
         layout = TableLayout.of(table)
-        settings = writer_retention(effective_options(layout, br, options))
+        merged = effective_options(layout, br, options)
+        settings = writer_retention(merged)
         if settings is None or nothing_to_expire(layout, br, settings):
             return None
+        if time_bound_s is None:
+            time_bound_s = writer_time_bound_ms(merged) / 1000
         if fileops.exists(layout.file_io, journal_path(layout)):
             log.info("paimon: not expiring snapshots of %s after this commit: another expiry is "
                      "in progress (or was killed: run expire_snapshots to finish it)", where)
@@ -129,10 +142,11 @@ def expire_after_commit(
                                 finish_pending_run=False, shared_cache=True)
     except TimeBoundExceeded:
         log.warning(
-            "paimon: expiring snapshots of %s after this commit took longer than %.1f s and was "
-            "skipped (nothing changed); too many snapshots are retained for the writer to expire "
+            "paimon: expiring snapshots of %s after this commit took longer than %.3g s and "
+            "was skipped (nothing changed); too many snapshots are retained for the writer to expire "
             "them: set table option write-only=true and schedule expire_snapshots "
-            "(ExpireSnapshotsOperator) instead", where, time_bound_s,
+            "(ExpireSnapshotsOperator) instead, or raise table option %s", where, time_bound_s,
+            EXPIRE_TIME_BOUND,
         )
         return None
     except ConcurrentModificationError as err:

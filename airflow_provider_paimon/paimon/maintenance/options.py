@@ -7,6 +7,14 @@ Paimon's options (``CoreOptions``) and defaults:
 - ``snapshot.time-retained`` = 1 h: snapshots younger than this never expire;
 - ``snapshot.expire.limit`` = 10: at most N snapshots expire per run.
 
+And one of this provider's own (Paimon Java has no such bound):
+
+- ``snapshot.expire.execution-time-bound`` = 5 s: how long a writer's after-commit
+  expiry may plan before it gives up for that commit (table unchanged). A duration
+  with a unit (``5 s``, ``500 ms``, ``1 min``), longer than zero: a bare number is
+  refused, since Paimon reads one as milliseconds and this provider's operators as
+  seconds.
+
 Everything is validated before any file is read for deletion: a negative count, a
 minimum above the maximum, an unreadable duration or a cut-off in the future is an
 error naming the setting and its source, and nothing changes.
@@ -28,12 +36,14 @@ RETAIN_MAX = "snapshot.num-retained.max"
 TIME_RETAINED = "snapshot.time-retained"
 EXPIRE_LIMIT = "snapshot.expire.limit"
 WRITE_ONLY = "write-only"  # Paimon's: true = writers never expire (nor compact)
+EXPIRE_TIME_BOUND = "snapshot.expire.execution-time-bound"  # ours, see the module docstring
 
 DEFAULT_RETAIN_MIN = 10
 DEFAULT_RETAIN_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE
 DEFAULT_TIME_RETAINED_MS = 3_600_000
 DEFAULT_EXPIRE_LIMIT = 10
 DEFAULT_ORPHAN_AGE_MS = 86_400_000  # Paimon's remove_orphan_files: older than 1 day
+DEFAULT_EXPIRE_TIME_BOUND_MS = 5_000
 
 _UNITS_MS = {
     "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
@@ -175,4 +185,26 @@ def writer_retention(options: dict[str, Any]) -> Retention | None:
     """
     if parse_bool(options.get(WRITE_ONLY), f"option {WRITE_ONLY!r}", False):
         return None
-    return resolve_retention(options)
+    settings = resolve_retention(options)
+    writer_time_bound_ms(options)
+    return settings
+
+
+def writer_time_bound_ms(options: dict[str, Any]) -> int:
+    """How long a writer's after-commit expiry may plan (``snapshot.expire.execution-time-bound``).
+
+    Absent or blank: 5 s. Anything but a duration with a unit that is longer than zero
+    raises, naming the option and how to write it.
+    """
+    raw = options.get(EXPIRE_TIME_BOUND)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return DEFAULT_EXPIRE_TIME_BOUND_MS
+    name = f"option {EXPIRE_TIME_BOUND!r}"
+    if not isinstance(raw, str) or not re.search(r"[A-Za-z]", raw):
+        raise InvalidArgumentError(
+            f"{name} is {raw!r}; give a duration with a unit, e.g. '5 s' or '500 ms' "
+            "(a bare number is ambiguous: Paimon reads milliseconds, this provider's operators seconds)"
+        )
+    from ..durations import parse_duration
+
+    return int(parse_duration(raw, name, allow_zero=False).total_seconds() * 1000)
