@@ -167,3 +167,44 @@ def test_every_step_is_a_fault_point(warehouse):
     rollback(t, snapshot_id=3)
     assert [p for p in faults.seen_points() if p.startswith("rollback.")] == STEPS
     faults.clear()
+
+
+KILL_SCRIPT = """
+import sys
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.maintenance import rollback
+table = load_table(open_catalog(sys.argv[1]), "db.t")
+print(rollback(table, snapshot_id=3, as_latest=sys.argv[2] == "latest"))
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "step"),
+    [("destructive", "rollback.snapshots"), ("destructive", "rollback.manifests"), ("latest", "rollback.switch")],
+)
+def test_sigkill_at_step_then_rerun(warehouse, tmp_path, mode, step):
+    """A real SIGKILL (not an exception): every snapshot still listed reads, main reads
+    old or target rows, and a rerun ends as an uninterrupted rollback does."""
+    import subprocess
+    import sys
+
+    catalog, t = history(warehouse)
+    old, want = read_rows(load_table(catalog, "db.t")), at(catalog, 3)
+    between = {tuple(at(catalog, s)) for s in (3, 4, 5)}
+    at_5 = at(catalog, 5)
+    env = dict(os.environ, PAIMON_FAULT=step, PAIMON_FAULT_MODE="kill")
+    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, warehouse, mode], env=env,
+                          capture_output=True, timeout=180)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    assert tuple(read_rows(load_table(catalog, "db.t"))) in between | {tuple(old)}
+    for sid in meta_ids(table_dir(warehouse), None, "snapshot", "snapshot-"):
+        at(catalog, int(sid))  # every snapshot still listed reads
+    result = rollback(load_table(catalog, "db.t"), snapshot_id=3, as_latest=mode == "latest")
+    assert read_rows(load_table(catalog, "db.t")) == want
+    if mode == "latest":  # history kept: snapshot 5 reads as before, the rollback is a new snapshot
+        assert at(catalog, 5) == at_5
+        # killed after its snapshot was created: that commit (6) is complete and reads the
+        # target; the rerun does not know it and commits the same rows again (7)
+        assert at(catalog, 6) == want and result["snapshot_id"] == 7 and at(catalog, 7) == want
+    else:
+        assert meta_ids(table_dir(warehouse), None, "snapshot", "snapshot-")[-1] == "3"
