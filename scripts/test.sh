@@ -5,10 +5,9 @@
 # Airflow and no browser (markers set in tests/markers.py), with the guard that fails a
 # test starting Spark unmarked (a few minutes; the whole suite is about 25).
 set -euo pipefail
-FAST=()
 if [ "${1:-}" = "--fast" ]; then
     shift
-    FAST=(-m "not spark and not submit and not airflow and not browser")
+    set -- -m "not spark and not submit and not airflow and not browser" "$@"
     export PAIMON_MARKER_GUARD=1
 fi
 cd "$(dirname "$0")/.."
@@ -32,4 +31,4 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/
 # streams), so the two cores overlap it. PAIMON_TEST_WORKERS=0 runs in one process.
 # --no-loadscope-reorder keeps tests/conftest.py's order (the slowest files first, so
 # the run does not end on one long file); xdist would otherwise sort files by test count.
-exec .venv/bin/python -m pytest -n "${PAIMON_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder ${FAST[@]+"${FAST[@]}"} "$@"
+exec .venv/bin/python -m pytest -n "${PAIMON_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

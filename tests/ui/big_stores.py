@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
+from airflow_provider_paimon.lineage.schema import LATEST_VERSION
 
 VERSION = 1
 BARRIERS = 500_000
@@ -33,7 +34,9 @@ def big_store() -> Path:
     """The cached store's path (built on first use)."""
     cache = Path(tempfile.gettempdir()) / "paimon-lineage-ui-stores"
     cache.mkdir(exist_ok=True)
-    path = cache / f"cyclic-hub-1m-v{VERSION}-{BARRIERS}.sqlite"
+    # the store schema's version is in the name: a file cached by an older package
+    # would be refused by the read-only UI (it never migrates)
+    path = cache / f"cyclic-hub-1m-v{VERSION}-s{LATEST_VERSION}-{BARRIERS}.sqlite"
     if not path.exists():
         partial = path.with_suffix(f".{os.getpid()}.partial")
         _build(partial)
@@ -92,7 +95,7 @@ def page_store(shape: str, rows: int = PAGE_ROWS) -> Path:
         raise ValueError(f"shape must be one of {PAGE_SHAPES}, got {shape!r}")
     cache = Path(tempfile.gettempdir()) / "paimon-lineage-ui-stores"
     cache.mkdir(exist_ok=True)
-    path = cache / f"page-{shape}-v{VERSION}-{rows}.sqlite"
+    path = cache / f"page-{shape}-v{VERSION}-s{LATEST_VERSION}-{rows}.sqlite"
     if not path.exists():
         partial = path.with_suffix(f".{os.getpid()}.partial")
         partial.unlink(missing_ok=True)
