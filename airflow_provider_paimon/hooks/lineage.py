@@ -87,14 +87,15 @@ def resolve_lineage_store(
     from sqlalchemy.engine import make_url
 
     try:
-        parsed = make_url(url)
+        make_url(url)
     except Exception:  # noqa: BLE001 - any parse failure is a bad argument; not echoed
         raise LineageUrlError(
             "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
             "host/database or sqlite:////path)"
         ) from None
-    if parsed.password:
-        mask_secret(str(parsed.password))
+    from airflow_provider_paimon.operators.templated_secrets import mask_url
+
+    mask_url(url)  # its password, secret query values and the whole URL (short passwords too)
     return url, database
 
 

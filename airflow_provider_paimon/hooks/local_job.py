@@ -19,7 +19,6 @@ its command line; their values are registered with Airflow's log masker.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -33,11 +32,11 @@ from airflow_provider_paimon.hooks.spark_job import (
     EXIT_BAD_INPUT,
     PaimonJobError,
     PaimonJobInputError,
+    job_environment,
     read_job_record,
     register_secrets,
 )
 from airflow_provider_paimon.spark.jobs.common import (
-    CATALOG_OPTIONS_ENV,
     ERROR_PREFIX,
     RESULT_FILE_ENV,
     RESULT_PREFIX,
@@ -92,12 +91,7 @@ class PaimonLocalJobHook(BaseHook):
         return [sys.executable, "-m", LAUNCHER_MODULE, self.family, *self.job_args]
 
     def job_environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(self._context_env)
-        if self._secret_options:
-            env[CATALOG_OPTIONS_ENV] = json.dumps(self._secret_options, sort_keys=True)
-        env.update(self._secret_env)
-        return env
+        return job_environment(self._context_env, self._secret_options, self._secret_env)
 
     def run(self) -> dict[str, Any]:
         """Run the job, stream its output to the task log, return its ``PAIMON_RESULT``."""

@@ -160,6 +160,19 @@ def register_secrets(values: Mapping[str, Any]) -> None:
         mask_secret(value)
 
 
+def job_environment(
+    context_env: Mapping[str, str], secret_options: Mapping[str, str], secret_env: Mapping[str, str]
+) -> dict[str, str]:
+    """A job process's environment: ours, the task try, the secret catalog options as
+    ``PAIMON_CATALOG_OPTIONS_JSON`` and other secrets; secrets never go on its argv."""
+    env = dict(os.environ)
+    env.update(context_env)
+    if secret_options:
+        env[CATALOG_OPTIONS_ENV] = json.dumps(dict(secret_options), sort_keys=True)
+    env.update(secret_env)
+    return env
+
+
 def read_job_record(path: Path, log: Any) -> tuple[dict[str, Any] | None, str | None]:
     """The (result, error) a job wrote to ``$PAIMON_RESULT_FILE``; (None, None) without one.
 
@@ -312,12 +325,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     def job_environment(self) -> dict[str, str]:
         """The environment of the spark-submit process: ours, plus the secret options."""
-        env = dict(os.environ)
-        env.update(self._context_env)
-        if self._secret_options:
-            env[CATALOG_OPTIONS_ENV] = json.dumps(self._secret_options, sort_keys=True)
-        env.update(self._secret_env)
-        return env
+        return job_environment(self._context_env, self._secret_options, self._secret_env)
 
     def run(self) -> dict[str, Any] | None:
         """Submit, wait, and return the job's result; raise ``PaimonJobError`` on failure."""
