@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="uncounted baseline queries first (JIT, workers)")
     args = parser.parse_args()
 
-    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
     from airflow_provider_paimon.spark.session import local_session
 
     work = tempfile.mkdtemp(prefix="lineage-overhead-")

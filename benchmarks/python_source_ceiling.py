@@ -61,7 +61,10 @@ class _MemoryReader(DataSourceReader):
     def read(self, partition: _Files):
         import pyarrow.parquet as pq
 
-        from airflow_provider_paimon.spark.types import conform_batch, spark_to_arrow_schema
+        from airflow_provider_paimon.spark.datasource.types import (
+            conform_batch,
+            spark_to_arrow_schema,
+        )
 
         key = tuple(partition.files)
         if key not in _DECODED:

@@ -72,7 +72,7 @@ def snapshot(label: str, capture: Any, batches: int, jvm_pid: int | None = None)
 
 
 def _capture_config(work: str, job: str) -> Any:
-    from airflow_provider_paimon.spark.lineage_config import capture_config
+    from airflow_provider_paimon.spark.lineage.config import capture_config
 
     return capture_config(
         {
@@ -88,7 +88,7 @@ def _capture_config(work: str, job: str) -> Any:
 
 def run_capture_mode(work: str, batches: int, every: int) -> list[dict[str, Any]]:
     """Drive ``LineageCapture`` the way Spark's listener and the data source's events do."""
-    from airflow_provider_paimon.spark.lineage_capture import LineageCapture
+    from airflow_provider_paimon.spark.lineage.capture import LineageCapture
 
     conf = SimpleNamespace(getAll=lambda: [("spark.app.name", "bench")])
     spark = SimpleNamespace(sparkContext=SimpleNamespace(getConf=lambda: conf), conf=SimpleNamespace(getAll={}))
@@ -129,7 +129,7 @@ def run_spark_mode(work: str, batches: int, every: int) -> list[dict[str, Any]]:
     import pyarrow as pa
     from pypaimon import CatalogFactory, Schema
 
-    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
     from airflow_provider_paimon.spark.session import local_session
 
     warehouse = os.path.join(work, "warehouse")

@@ -1,7 +1,7 @@
 """BranchAuditOperator: audit a corrected branch before it replaces main (write-audit-publish).
 
 The ``audit`` Spark job (``spark/jobs/audit.py``) diffs the branch against its base
-per partition and runs SQL violation queries on it (``spark/branch_diff.py``). This
+per partition and runs SQL violation queries on it (``spark/branch/diff.py``). This
 operator checks names and queries before submitting, logs the summary, returns the
 report as XCom and fails the task when a check fails, so a ``ReplaceMainBranchOperator``
 downstream never runs on a branch that did not pass. Nothing is written either way.
@@ -24,7 +24,7 @@ from airflow_provider_paimon.operators.base import (
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main
 from airflow_provider_paimon.paimon.option_values import parse_bool
-from airflow_provider_paimon.spark.branch_diff import sql_query
+from airflow_provider_paimon.spark.branch.diff import sql_query
 
 #: XCom key of the report when a check failed (on success it is the return value)
 AUDIT_XCOM_KEY = "audit"
@@ -48,7 +48,7 @@ def check_items(checks: Mapping[str, str] | Sequence[str] | str | None) -> dict[
         if not isinstance(sql, str):
             raise InvalidArgumentError(
                 f"check {name!r} must be a SQL violation query (str); Python callables run with "
-                "airflow_provider_paimon.spark.branch_diff.run_checks in your own Spark session"
+                "airflow_provider_paimon.spark.branch.diff.run_checks in your own Spark session"
             )
         if not name.strip() or "=" in name:
             raise InvalidArgumentError(f"check name {name!r} must be non-blank and contain no '='")

@@ -125,7 +125,7 @@ def spark_openlineage_job(operator: Any, environ: Mapping[str, str] | None = Non
     """(namespace, job name) of the operator's Spark run in OpenLineage; None when it is off."""
     from airflow_provider_paimon.lineage.openlineage.config import KEY_ENABLED, KEY_NAMESPACE
     from airflow_provider_paimon.paimon.option_values import parse_bool
-    from airflow_provider_paimon.spark.lineage_config import KEY_JOB
+    from airflow_provider_paimon.spark.lineage.config import KEY_JOB
 
     env = os.environ if environ is None else environ
     conf = getattr(operator, "conf", None)

@@ -48,11 +48,11 @@ from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecr
 from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name
-from airflow_provider_paimon.spark.branch_redirect import merge_redirects, redirect_conf
+from airflow_provider_paimon.spark.branch.redirect import merge_redirects, redirect_conf
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
 from airflow_provider_paimon.spark.log_level import with_log_level
 
-#: the capture's Spark conf keys (spark/lineage_config.py); the URL travels in the env
+#: the capture's Spark conf keys (spark/lineage/config.py); the URL travels in the env
 LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
 LINEAGE_JOB = "spark.paimon.lineage.job"
 LINEAGE_DATABASE = "spark.paimon.lineage.database"

@@ -17,13 +17,13 @@ def register(spark: Any) -> None:
     Call it again after changing ``spark.paimon.branch.*`` with ``spark.conf.set``: the
     data source carries the session's branch redirects as they are when it is registered.
     """
-    from .branch_redirect import register_data_source
+    from .branch.redirect import register_data_source
 
     register_data_source(spark)  # PaimonDataSource, with the session's branch redirects
-    from .lineage_source import PaimonLineageDataSource  # read-only lineage tables
+    from .lineage.source import PaimonLineageDataSource  # read-only lineage tables
 
     spark.dataSource.register(PaimonLineageDataSource)
-    from .lineage_capture import enable_from_conf  # only when spark.paimon.lineage.* asks
+    from .lineage.capture import enable_from_conf  # only when spark.paimon.lineage.* asks
 
     enable_from_conf(spark)
 

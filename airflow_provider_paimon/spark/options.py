@@ -185,7 +185,7 @@ class PaimonOptions:
     # the registering session's job name and spool folder (lineage_direct.session_info)
     lineage: Any = field(default=None, repr=False, compare=False)
     lineage_session: dict[str, str] = field(default_factory=dict, compare=False)
-    # branch redirect (branch_redirect.py): the conf key that chose ``branch``, and
+    # branch redirect (spark/branch/redirect.py): the conf key that chose ``branch``, and
     # whether the redirects were resolved at all (tasks then re-check them)
     redirect_key: str | None = None
     redirect_checked: bool = False
@@ -223,7 +223,7 @@ class PaimonOptions:
 
 
 def _merge_schema_option(opts: Mapping[str, str]) -> tuple[bool, bool]:
-    """``write.merge-schema`` and ``write.merge-schema.explicit-cast`` (``spark/schema_merge.py``).
+    """``write.merge-schema`` and ``write.merge-schema.explicit-cast`` (``spark/datasource/schema_merge.py``).
 
     explicit-cast alone is refused: it only means something while merging, and a flag
     that silently does nothing would hide a typo in the other one.

@@ -86,7 +86,7 @@ def ingest(spark: Any, warehouse: str, batch: int, version: str) -> dict[str, An
 
 
 def _redirected_branch(spark: Any, table: str) -> str | None:
-    from airflow_provider_paimon.spark.branch_redirect import lookup, session_entries
+    from airflow_provider_paimon.spark.branch.redirect import lookup, session_entries
 
     db, tbl = table.split(".")
     redirect = lookup(session_entries(spark), db, tbl)

@@ -18,7 +18,7 @@ Two modes:
   created from a tag of the buggy main; from then on it only appends.
 
 Lineage: when the Spark conf turns on the Spark-side capture (``spark.paimon.lineage.url``
-/ ``.enabled`` / ``.job``, see ``spark/lineage_config.py``), the capture records the
+/ ``.enabled`` / ``.job``, see ``spark/lineage/config.py``), the capture records the
 batch. Otherwise, when ``--lineage-url`` is given, the job records it itself through
 the store API: one batch (barrier = the job's next batch number), source snapshot
 consumed, sink snapshot produced, under ``--job-name`` (default: the Spark application
@@ -261,7 +261,7 @@ def record_lineage(url: str, job: str, result: dict[str, Any]) -> int:
 def active_capture(spark: Any) -> Any:
     """The Spark-side lineage capture of this session, if the conf turned it on."""
     try:
-        from airflow_provider_paimon.spark.lineage_capture import active_capture as active
+        from airflow_provider_paimon.spark.lineage.capture import active_capture as active
     except ImportError:  # an older package without the capture
         return None
     return active(spark)

@@ -131,7 +131,7 @@ def test_print_result_and_error_write_the_result_file(tmp_path, monkeypatch, cap
 
 def test_paimon_connection_lineage_options_reach_the_capture_off_the_command_line(app, monkeypatch, tmp_path):
     """The proposal's options in the ``paimon`` connection's extra turn the job's capture on."""
-    from airflow_provider_paimon.spark.lineage_config import capture_config
+    from airflow_provider_paimon.spark.lineage.config import capture_config
 
     set_connection(
         monkeypatch,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from airflow_provider_paimon.spark.lineage_capture import LineageCapture
-from airflow_provider_paimon.spark.lineage_config import capture_config
+from airflow_provider_paimon.spark.lineage.capture import LineageCapture
+from airflow_provider_paimon.spark.lineage.config import capture_config
 
 
 class _Recorder:
@@ -172,7 +172,7 @@ def test_per_batch_state_stays_bounded_over_many_micro_batches(tmp_path):
 
 def test_unclaimed_entries_are_capped(tmp_path):
     """Entries no progress ever claims (another query's, a stalled one) cannot pile up."""
-    from airflow_provider_paimon.spark.lineage_capture import MAX_PENDING_BATCHES
+    from airflow_provider_paimon.spark.lineage.capture import MAX_PENDING_BATCHES
 
     capture = _capture(tmp_path)
     for n in range(3 * MAX_PENDING_BATCHES):

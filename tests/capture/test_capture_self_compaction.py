@@ -23,7 +23,7 @@ from pypaimon import CatalogFactory, Schema
 
 from airflow_provider_paimon.lineage.queries import upstream
 from airflow_provider_paimon.lineage.store import LineageStore
-from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
 
 pytestmark = pytest.mark.spark
 

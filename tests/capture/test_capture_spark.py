@@ -18,8 +18,8 @@ from pypaimon import CatalogFactory, Schema
 
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.spark import commit_events
-from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
-from airflow_provider_paimon.spark.lineage_guard import PRECOMMIT_ENV
+from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
+from airflow_provider_paimon.spark.lineage.guard import PRECOMMIT_ENV
 
 pytestmark = pytest.mark.spark
 

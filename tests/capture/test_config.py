@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-from airflow_provider_paimon.spark.lineage_config import capture_config
+from airflow_provider_paimon.spark.lineage.config import capture_config
 
 
 def test_off_unless_configured():

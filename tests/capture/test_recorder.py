@@ -6,8 +6,8 @@ import pytest
 import sqlalchemy as sa
 
 from airflow_provider_paimon.lineage.store import LineageStore
-from airflow_provider_paimon.spark.lineage_config import capture_config
-from airflow_provider_paimon.spark.lineage_recorder import (
+from airflow_provider_paimon.spark.lineage.config import capture_config
+from airflow_provider_paimon.spark.lineage.recorder import (
     BatchRecord,
     LineageCaptureError,
     LineageRecorder,

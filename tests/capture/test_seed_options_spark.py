@@ -175,7 +175,7 @@ def test_capture_records_each_flag_alone(spark, warehouse, tmp_path, flag):
     table lineage alone: the job's source and sink tables, no snapshot links; data
     lineage alone: the snapshot links, no job tables (the seed's two switches).
     """
-    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
 
     catalog = make_tables(warehouse)
     path = tmp_path / "lineage.db"

@@ -45,7 +45,7 @@ def rows(warehouse: str, name: str, branch: str | None = None) -> list[dict]:
 @contextlib.contextmanager
 def captured(spark, url: str, job: str, spool):
     """The lineage capture on ``spark`` for one job, closed (and drained) afterwards."""
-    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
 
     conf = {
         "spark.paimon.lineage.url": url,

@@ -34,8 +34,8 @@ from airflow_provider_paimon.lineage.meta import (
 from airflow_provider_paimon.lineage.meta_factories import memory_store
 from airflow_provider_paimon.lineage.meta_options import lineage_meta_options
 from airflow_provider_paimon.lineage.store import LineageStore
-from airflow_provider_paimon.spark.lineage_config import capture_config
-from airflow_provider_paimon.spark.lineage_recorder import BatchRecord, LineageRecorder, TableAt
+from airflow_provider_paimon.spark.lineage.config import capture_config
+from airflow_provider_paimon.spark.lineage.recorder import BatchRecord, LineageRecorder, TableAt
 
 ACME = '''
 """A lineage store that appends JSON lines to the file named by option acme.path."""

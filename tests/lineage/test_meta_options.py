@@ -22,8 +22,8 @@ from airflow_provider_paimon.lineage.meta_options import (
 )
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-from airflow_provider_paimon.spark.lineage_config import capture_config
-from airflow_provider_paimon.spark.lineage_recorder import BatchRecord, LineageRecorder, TableAt
+from airflow_provider_paimon.spark.lineage.config import capture_config
+from airflow_provider_paimon.spark.lineage.recorder import BatchRecord, LineageRecorder, TableAt
 
 PW = "Pa55:w@rd/x"  # URL-hostile on purpose
 
@@ -291,7 +291,7 @@ def test_data_source_refuses_bad_lineage_options(extra, message):
 
 
 def test_options_that_contradict_the_sessions_capture_are_refused():
-    from airflow_provider_paimon.spark.lineage_direct import (
+    from airflow_provider_paimon.spark.lineage.direct import (
         SESSION_ENV,
         check_session,
         session_descriptor,
@@ -315,7 +315,7 @@ def test_options_that_contradict_the_sessions_capture_are_refused():
 def test_a_capture_without_a_store_leaves_option_lineage_to_the_data_source():
     """An OpenLineage-only capture records nothing: a read/write asking for lineage records it."""
     from airflow_provider_paimon.spark.commit_events import EVENT_LOG_ENV
-    from airflow_provider_paimon.spark.lineage_direct import (
+    from airflow_provider_paimon.spark.lineage.direct import (
         SESSION_ENV,
         check_session,
         direct,
@@ -380,8 +380,8 @@ def test_capture_from_catalog_conf_records_data_lineage_only_and_tells_the_worke
     """The capture a ``spark.paimon.catalog.*`` conf turns on: its events -> the store it names."""
     from types import SimpleNamespace
 
-    from airflow_provider_paimon.spark.lineage_capture import LineageCapture
-    from airflow_provider_paimon.spark.lineage_direct import check_session
+    from airflow_provider_paimon.spark.lineage.capture import LineageCapture
+    from airflow_provider_paimon.spark.lineage.direct import check_session
     from airflow_provider_paimon.spark.options import parse_options
 
     path = tmp_path / "lineage.db"
@@ -408,7 +408,7 @@ def test_capture_from_catalog_conf_records_data_lineage_only_and_tells_the_worke
         assert [(d.table, d.barrier_id, d.snapshot_id) for d in store.sink_data_lineages()] == [("dst", 1, 2)]
         assert store.options()["jdbc.database"] == "cat1"
     # what the data source's workers get: a read/write whose options say otherwise fails
-    env = capture._worker_env()
+    env = capture.routing.worker_env()
     check_session(parse_options({"warehouse": "/wh", "table": "db.t", "data-lineage": "true",
                                  "jdbc.url": f"jdbc:sqlite:{path}"}), env)
     with pytest.raises(InvalidArgumentError, match="table-lineage=true"):

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from airflow_provider_paimon.lineage import DataLineage, LineageStore, SnapshotRef
-from airflow_provider_paimon.spark.lineage_source import PaimonLineageDataSource
+from airflow_provider_paimon.spark.lineage.source import PaimonLineageDataSource
 
 pytestmark = pytest.mark.spark
 

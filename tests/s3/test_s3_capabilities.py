@@ -265,7 +265,7 @@ def test_lineage_capture_of_a_batch_job_on_s3(spark, s3_warehouse, tmp_path):
     import time
 
     from airflow_provider_paimon.lineage.store import LineageStore
-    from airflow_provider_paimon.spark.lineage_capture import enable_lineage_capture
+    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
 
     append(make_table(s3_warehouse, "db.src"), range(5))
     make_table(s3_warehouse, "db.dst")

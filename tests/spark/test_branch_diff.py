@@ -32,7 +32,7 @@ from airflow_provider_paimon.paimon.errors import (
     InvalidArgumentError,
     TableNotFoundError,
 )
-from airflow_provider_paimon.spark.branch_diff import (
+from airflow_provider_paimon.spark.branch.diff import (
     AuditFailedError,
     audit_branch,
     branch_diff,

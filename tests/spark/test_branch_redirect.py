@@ -21,7 +21,7 @@ from pypaimon import CatalogFactory, Schema
 from airflow_provider_paimon.paimon.catalog import load_table
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark import register
-from airflow_provider_paimon.spark.branch_redirect import (
+from airflow_provider_paimon.spark.branch.redirect import (
     PREFIX,
     merge_redirects,
     parse_redirects,
@@ -155,7 +155,7 @@ def test_rules_keys_case_conflicts_and_names():
 @pytest.mark.spark
 def test_batch_read_and_write_use_the_branch_and_lineage_records_it(spark, warehouse, tmp_path):
     from airflow_provider_paimon.lineage.store import LineageStore
-    from airflow_provider_paimon.spark.lineage_capture import active_capture
+    from airflow_provider_paimon.spark.lineage.capture import active_capture
 
     make_tables(warehouse)
     url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
@@ -254,7 +254,7 @@ def test_native_read_write_views_and_foreach_batch_use_the_branch(spark, warehou
 
     make_tables(warehouse)
     with conf_set(spark, {PREFIX + "db.src": "fix", PREFIX + "db.dst": "fix"}):
-        with caplog.at_level(logging.INFO, logger="airflow_provider_paimon.spark.branch_redirect"):
+        with caplog.at_level(logging.INFO, logger="airflow_provider_paimon.spark.branch.redirect"):
             df = read_table(spark, "db.src", warehouse=warehouse)
             assert sorted(r.id for r in df.collect()) == SRC_FIX
             result = write_table(df_of(spark, [7]), "db.dst", warehouse=warehouse)

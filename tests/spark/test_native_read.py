@@ -191,7 +191,7 @@ def test_primary_key_table_goes_through_python_and_matches_merged_rows(spark, wo
 
 
 def test_empty_table_and_empty_selection_have_the_schema(spark, world):
-    from airflow_provider_paimon.spark.types import table_spark_schema
+    from airflow_provider_paimon.spark.datasource.types import table_spark_schema
 
     wh = world["warehouse"]
     empty = spark.createDataFrame([], "id BIGINT, v STRING")

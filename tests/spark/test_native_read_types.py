@@ -99,7 +99,7 @@ def test_every_type_matches_pypaimon(spark, probe, fmt):
     ours, theirs = same_rows_as_pypaimon(df, table)
     assert ours == theirs and len(ours) == 120
     # the schema is the table's (the data source's type table)
-    from airflow_provider_paimon.spark.types import table_spark_schema
+    from airflow_provider_paimon.spark.datasource.types import table_spark_schema
 
     assert [(f.name, f.dataType) for f in df.schema.fields] == [
         (f.name, f.dataType) for f in table_spark_schema(table).fields
@@ -127,7 +127,7 @@ def test_schema_evolution_maps_files_by_field_id(spark, probe):
 
     def write(rows):
         table = probe.table(name)
-        from airflow_provider_paimon.spark.types import table_arrow_schema
+        from airflow_provider_paimon.spark.datasource.types import table_arrow_schema
 
         probe.write_arrow(name, pa.Table.from_pylist(rows, schema=table_arrow_schema(table)))
 

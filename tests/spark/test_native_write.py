@@ -150,7 +150,7 @@ def test_branch_append_leaves_main_alone(spark, warehouse, probe):
 
 def test_stats_mode_full_matches_pypaimons_own_metadata(spark, warehouse, probe):
     """Column statistics from Spark's footers equal those pypaimon computes from the rows."""
-    from airflow_provider_paimon.spark.types import spark_to_arrow_schema
+    from airflow_provider_paimon.spark.datasource.types import spark_to_arrow_schema
 
     schema = "id INT, f DOUBLE, s STRING, d DATE, ts TIMESTAMP, dec DECIMAL(10,2), dec2 DECIMAL(30,3), arr ARRAY<INT>"
     data = [

@@ -13,9 +13,9 @@ import pytest
 
 from airflow_provider_paimon.paimon import faults
 from airflow_provider_paimon.spark import write_table
+from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_ENV, FAULT_GROUP_ENV
 from airflow_provider_paimon.spark.native.foreach_batch import foreach_batch_writer
 from airflow_provider_paimon.spark.native.write import FAULT_BEFORE_COMMIT
-from airflow_provider_paimon.spark.streaming_writer import FAULT_ENV, FAULT_GROUP_ENV
 
 pytestmark = pytest.mark.spark
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -17,7 +17,7 @@ from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.tag import create_tag
 from airflow_provider_paimon.spark import write_table
-from airflow_provider_paimon.spark.types import SchemaMismatchError
+from airflow_provider_paimon.spark.datasource.types import SchemaMismatchError
 
 BASE = pa.schema([("id", pa.int64()), ("v", pa.string())])
 MERGE = {"write.merge-schema": "true"}

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from airflow_provider_paimon.spark import commit_events
-from airflow_provider_paimon.spark.datasource import PaimonDataSource
+from airflow_provider_paimon.spark.datasource.source import PaimonDataSource
 
 pytestmark = pytest.mark.spark
 
@@ -24,7 +24,7 @@ ARROW = pa.schema([("id", pa.int64()), ("day", pa.string())])
 
 @pytest.fixture(autouse=True)
 def _quick_second_sweep(monkeypatch):
-    from airflow_provider_paimon.spark import writer
+    from airflow_provider_paimon.spark.datasource import writer
 
     monkeypatch.setattr(writer, "SECOND_SWEEP_DELAY_S", 0.05)
 

@@ -17,8 +17,8 @@ from airflow_provider_paimon.paimon.errors import (
     TableNotFoundError,
     TagNotFoundError,
 )
-from airflow_provider_paimon.spark.datasource import PaimonDataSource
-from airflow_provider_paimon.spark.types import SchemaMismatchError
+from airflow_provider_paimon.spark.datasource.source import PaimonDataSource
+from airflow_provider_paimon.spark.datasource.types import SchemaMismatchError
 
 pytestmark = pytest.mark.spark
 

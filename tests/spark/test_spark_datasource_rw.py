@@ -35,8 +35,8 @@ def test_append_creates_table_and_each_write_is_one_snapshot(spark, paimon_io, p
 
 def test_where_on_a_partition_column_reads_every_partition_and_filters_exactly(spark, paimon_io, warehouse):
     """Spark's filters never narrow the plan (see reader.py); partition-filter does, on purpose."""
+    from airflow_provider_paimon.spark.datasource.reader import PaimonReader
     from airflow_provider_paimon.spark.options import parse_options
-    from airflow_provider_paimon.spark.reader import PaimonReader
 
     read, write = paimon_io
     write(_events(spark, 0, 90), T, create_table="true", partition_keys="day")

@@ -64,7 +64,7 @@ def test_all_types_round_trip_spark_paimon_spark_and_pypaimon(spark, paimon_io, 
 
 
 def test_table_written_by_pypaimon_with_all_types_reads_in_spark(spark, paimon_io, probe):
-    from airflow_provider_paimon.spark.types import spark_to_arrow_schema
+    from airflow_provider_paimon.spark.datasource.types import spark_to_arrow_schema
 
     read, _ = paimon_io
     df = spark.createDataFrame(ROWS, SCHEMA)

@@ -219,8 +219,8 @@ def test_partition_filter_option_prunes_exactly(spark, world, seed):
 
 
 def test_partition_filter_reads_fewer_files(world):
+    from airflow_provider_paimon.spark.datasource.reader import PaimonReader
     from airflow_provider_paimon.spark.options import parse_options
-    from airflow_provider_paimon.spark.reader import PaimonReader
 
     df = world["paimon"]()
     base = {"warehouse": world["warehouse"], "table": TABLE}

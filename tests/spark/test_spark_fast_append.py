@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_paimon.spark import fast_append
+from airflow_provider_paimon.spark.datasource import fast_append
 
 SCHEMA = pa.schema(
     [

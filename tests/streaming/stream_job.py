@@ -50,8 +50,8 @@ def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None
 
 
 def main(warehouse: str, checkpoint: str) -> int:
+    from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_GROUP_ENV
     from airflow_provider_paimon.spark.session import local_session
-    from airflow_provider_paimon.spark.streaming_writer import FAULT_GROUP_ENV
 
     os.environ[FAULT_GROUP_ENV] = str(os.getpgrp())  # inherited by the JVM and its workers
     spark = local_session(

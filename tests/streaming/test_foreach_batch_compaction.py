@@ -26,8 +26,8 @@ import textwrap
 import pytest
 
 from airflow_provider_paimon.paimon.compaction.options import _table_option_map
+from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_ENV, FAULT_GROUP_ENV
 from airflow_provider_paimon.spark.native.foreach_batch import foreach_batch_writer
-from airflow_provider_paimon.spark.streaming_writer import FAULT_ENV, FAULT_GROUP_ENV
 
 from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
 from .test_streaming_compaction import (

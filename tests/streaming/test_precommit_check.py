@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_paimon.lineage.store import LineageStore
-from airflow_provider_paimon.spark.lineage_guard import (
+from airflow_provider_paimon.spark.lineage.guard import (
     PRECOMMIT_ENV,
     LineageStoreUnreachableError,
     check_before_commit,
@@ -33,7 +33,7 @@ def _task(writer, ids):
 def _writer(warehouse, checkpoint):
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from airflow_provider_paimon.spark.streaming_writer import create_stream_writer
+    from airflow_provider_paimon.spark.datasource.streaming_writer import create_stream_writer
 
     schema = StructType([StructField("id", LongType()), StructField("v", StringType())])
     opts = parse_options(
@@ -98,8 +98,8 @@ def test_error_masks_the_password(tmp_path, monkeypatch):
 def test_batch_write_is_refused_too_and_spark_abort_cleans_up(warehouse, tmp_path, monkeypatch):
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from airflow_provider_paimon.spark.write_setup import plan_write
-    from airflow_provider_paimon.spark.writer import PaimonWriter
+    from airflow_provider_paimon.spark.datasource.write_setup import plan_write
+    from airflow_provider_paimon.spark.datasource.writer import PaimonWriter
 
     url = f"sqlite:///{tmp_path / 'gone' / 'lineage.sqlite'}"  # its folder does not exist
     monkeypatch.setenv(

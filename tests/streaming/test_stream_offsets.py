@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from airflow_provider_paimon.paimon.stream_scan import OffsetTableMismatchError, StreamOffset
+from airflow_provider_paimon.spark.datasource.streaming_reader import create_stream_reader
 from airflow_provider_paimon.spark.options import parse_options
-from airflow_provider_paimon.spark.streaming_reader import create_stream_reader
 
 from .helpers import append, make_table
 

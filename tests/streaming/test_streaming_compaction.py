@@ -23,7 +23,7 @@ import time
 import pytest
 
 from airflow_provider_paimon.paimon.compaction.scan import live_entries
-from airflow_provider_paimon.spark.streaming_writer import COMPACT_PENDING, STATE_DIR
+from airflow_provider_paimon.spark.datasource.streaming_writer import COMPACT_PENDING, STATE_DIR
 
 from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
 from .stream_job import drain

@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from airflow_provider_paimon.spark.streaming_writer import FAULT_ENV
+from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_ENV
 
 from .helpers import (
     NO_STREAM_COMPACTION,

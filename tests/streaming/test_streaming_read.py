@@ -72,8 +72,8 @@ def test_latest_full_then_appends_once_each_compaction_skipped_consumer_saved(sp
 
 
 def test_bad_input_fails_before_reading(spark, warehouse):
+    from airflow_provider_paimon.spark.datasource.streaming_reader import create_stream_reader
     from airflow_provider_paimon.spark.options import parse_options
-    from airflow_provider_paimon.spark.streaming_reader import create_stream_reader
 
     table = make_table(warehouse)
     append(table, [1])

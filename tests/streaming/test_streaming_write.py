@@ -113,7 +113,10 @@ def _task(writer, ids):
 def test_replayed_batch_is_not_committed_twice_and_its_files_are_deleted(warehouse, tmp_path):
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from airflow_provider_paimon.spark.streaming_writer import CheckpointState, create_stream_writer
+    from airflow_provider_paimon.spark.datasource.streaming_writer import (
+        CheckpointState,
+        create_stream_writer,
+    )
 
     make_table(warehouse, "db.dst")
     schema = StructType([StructField("id", LongType()), StructField("v", StringType())])
@@ -147,7 +150,7 @@ def test_replayed_batch_is_not_committed_twice_and_its_files_are_deleted(warehou
 def test_precommit_compact_merges_a_batch_small_files(warehouse, tmp_path):
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from airflow_provider_paimon.spark.streaming_writer import create_stream_writer
+    from airflow_provider_paimon.spark.datasource.streaming_writer import create_stream_writer
 
     make_table(warehouse, "db.dst")
     schema = StructType([StructField("id", LongType()), StructField("v", StringType())])
@@ -164,7 +167,7 @@ def test_precommit_compact_merges_a_batch_small_files(warehouse, tmp_path):
 def test_bad_sink_input_fails_before_any_commit(warehouse, tmp_path):
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    from airflow_provider_paimon.spark.streaming_writer import create_stream_writer
+    from airflow_provider_paimon.spark.datasource.streaming_writer import create_stream_writer
 
     make_table(warehouse, "db.dst")
     make_table(warehouse, "db.other")

@@ -55,7 +55,7 @@ def parse_checks(pairs: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     """Audit as ``args`` say and return the result dict."""
-    from ..branch_diff import audit_branch, sql_query
+    from ..branch.diff import audit_branch, sql_query
 
     for flag in ("limit_partitions", "dict_partitions", "sample_rows"):
         if getattr(args, flag) < 0:

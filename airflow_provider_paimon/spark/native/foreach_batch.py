@@ -69,7 +69,7 @@ class ForeachBatchWriter:
     def __call__(self, df: Any, batch_id: int) -> None:
         from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
 
-        from ..streaming_writer import create_stream_writer, last_committed_snapshot
+        from ..datasource.streaming_writer import create_stream_writer, last_committed_snapshot
 
         # the branch as the query's session redirects it now (the sink's checkpoint
         # state refuses a branch other than the one its earlier batches committed to)

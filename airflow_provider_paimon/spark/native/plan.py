@@ -46,10 +46,10 @@ from pyspark.sql.types import (
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
-from .. import branch_redirect
+from ..branch import redirect as branch_redirect
+from ..datasource.types import arrow_to_spark_type, table_spark_schema
 from ..options import PaimonOptions, parse_options
 from ..tables import open_table
-from ..types import arrow_to_spark_type, table_spark_schema
 from .filters import compile_filter
 
 NATIVE_FORMATS = ("parquet", "orc")

@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DoubleType, FloatType, StructType
 
-from ..reader import DEFAULT_PARTITION_TARGET_SIZE, PaimonReader, SplitGroup, pack_splits
+from ..datasource.reader import DEFAULT_PARTITION_TARGET_SIZE, PaimonReader, SplitGroup, pack_splits
 from .plan import NativeGroup, ReadPlan, plan_for, read_options
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,8 @@ def read_table(
     )
     plan = plan_for(opts, filter)
     log.info(plan.summary())
-    from ..branch_redirect import worker_environment
-    from ..lineage_direct import on_scan
+    from ..branch.redirect import worker_environment
+    from ..lineage.direct import on_scan
 
     on_scan(opts, plan.snapshot_id, worker_environment(spark))  # option-driven lineage (no capture)
     df = dataframe_for(spark, plan)

@@ -55,11 +55,13 @@ import pyarrow as pa
 from airflow_provider_paimon.paimon import faults, fileops
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
-from .. import branch_redirect, commit_events, lineage_guard
+from .. import commit_events
+from ..branch import redirect as branch_redirect
+from ..datasource.schema_merge import frame_casts
+from ..datasource.types import table_arrow_schema
+from ..datasource.writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
+from ..lineage import guard as lineage_guard
 from ..options import PaimonOptions, parse_options
-from ..schema_merge import frame_casts
-from ..types import table_arrow_schema
-from ..writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
 from .footers import Footer, footer_file_meta, read_footer
 
 log = logging.getLogger(__name__)
@@ -118,7 +120,7 @@ def write_table(
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
     from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
 
-    from ..write_setup import plan_write
+    from ..datasource.write_setup import plan_write
 
     spark = df.sparkSession
     # the Airflow run (AIRFLOW_CTX_* of this driver) and the Spark app on the snapshot
@@ -188,7 +190,7 @@ def unsupported_reason(table: Any) -> str | None:
     from pypaimon.common.options.core_options import ChangelogProducer, CoreOptions
     from pypaimon.table.bucket_mode import BucketMode
 
-    from ..fast_append import _has_special_fields, _map_shredding_active
+    from ..datasource.fast_append import _has_special_fields, _map_shredding_active
 
     options = table.options
     checks = (
@@ -436,7 +438,7 @@ def routed_events(spark: Any) -> Iterator[None]:
     """
     env = spark.sparkContext.environment
     added = []
-    from ..lineage_direct import SESSION_ENV
+    from ..lineage.direct import SESSION_ENV
 
     for key in (commit_events.EVENT_LOG_ENV, lineage_guard.PRECOMMIT_ENV, SESSION_ENV):
         value = env.get(key)

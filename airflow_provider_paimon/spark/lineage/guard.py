@@ -1,6 +1,6 @@
 """``onStoreFailure=fail`` before the commit: no data is committed whose lineage cannot be recorded.
 
-Lineage is recorded after Paimon accepted a commit (``lineage_recorder``), so on its
+Lineage is recorded after Paimon accepted a commit (``recorder``), so on its
 own the ``fail`` policy can only stop a job *after* a batch whose lineage was lost.
 This guard closes that gap: just before a sink commits (micro-batch ``B`` of a
 streaming query, or a batch write), it checks that the lineage store answers (connect
@@ -26,7 +26,7 @@ import os
 import threading
 from typing import Any
 
-from .lineage_recorder import LineageCaptureError
+from .recorder import LineageCaptureError
 
 log = logging.getLogger(__name__)
 

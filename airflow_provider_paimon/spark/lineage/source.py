@@ -20,9 +20,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from ..lineage.errors import InvalidLineageArgumentError, ReadOnlyLineageError
-from ..lineage.schema import READABLE_TABLES, TABLES
-from ..lineage.url import DEFAULT_DATABASE
+from ...lineage.errors import InvalidLineageArgumentError, ReadOnlyLineageError
+from ...lineage.schema import READABLE_TABLES, TABLES
+from ...lineage.url import DEFAULT_DATABASE
 
 SHORT_NAME = "paimon-lineage"
 
@@ -49,7 +49,7 @@ def table_schema(name: str) -> StructType:
 
 
 def _store_url(options: dict[str, str]) -> Any:
-    from ..lineage.url import parse_url
+    from ...lineage.url import parse_url
 
     url = parse_url(options.get("url") or None)
     if options.get("password"):
@@ -97,7 +97,7 @@ class PaimonLineageReader(DataSourceReader):
         return [InputPartition(0)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        from ..lineage.store import LineageStore
+        from ...lineage.store import LineageStore
 
         with LineageStore.from_url(
             _store_url(self.options), self.options.get("database") or DEFAULT_DATABASE, create=False

@@ -44,10 +44,14 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
 
-from . import branch_redirect, commit_events, fast_append, lineage_direct, lineage_guard
-from .options import PaimonOptions
+from .. import commit_events
+from ..branch import redirect as branch_redirect
+from ..lineage import direct as lineage_direct
+from ..lineage import guard as lineage_guard
+from ..options import PaimonOptions
+from ..tables import open_table
+from . import fast_append
 from .schema_merge import batch_casts
-from .tables import open_table
 from .types import conform_batch
 
 log = logging.getLogger(__name__)

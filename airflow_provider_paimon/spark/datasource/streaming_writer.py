@@ -61,8 +61,8 @@ from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 
-from . import commit_events
-from .options import PaimonOptions
+from .. import commit_events
+from ..options import PaimonOptions
 from .writer import PaimonWriter, TaskCommit, WritePlan
 
 log = logging.getLogger(__name__)
@@ -344,11 +344,11 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
     def _check_lineage_store(self, table: Any, task_messages: list[Any], batch_id: int) -> None:
         """``onStoreFailure=fail``: refuse to commit while the lineage store is down.
 
-        A no-op unless lineage capture runs with ``fail`` (``lineage_guard``). On failure
+        A no-op unless lineage capture runs with ``fail`` (``spark.lineage.guard``). On failure
         this attempt's files are deleted and nothing is committed; the query fails, and
         its restart replays ``batch_id`` and commits it once.
         """
-        from .lineage_guard import LineageStoreUnreachableError, check_before_commit
+        from ..lineage.guard import LineageStoreUnreachableError, check_before_commit
 
         opts = self.plan.opts
         try:

@@ -4,7 +4,7 @@
 keys in the ``paimon`` connection's extra, which the data source takes as defaults)
 asks for lineage of that table, in the store its options name. Two cases:
 
-* **A capture runs in the session** (``lineage_capture``, turned on by the Spark conf,
+* **A capture runs in the session** (``capture``, turned on by the Spark conf,
   the connection or ``enable_lineage_capture``): the capture records everything, in
   its store. The options must then agree with it: a read or write whose options name
   another store, another ``lineage-meta`` or other flags fails when it is planned,
@@ -37,8 +37,8 @@ from typing import Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
-from .commit_events import EVENT_LOG_ENV
-from .lineage_config import BUFFER, CaptureConfig, default_spool_root
+from ..commit_events import EVENT_LOG_ENV
+from .config import BUFFER, CaptureConfig, default_spool_root
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def config_for(opts: Any) -> CaptureConfig:
 def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, str]:
     """The options that describe the catalog (for the factory and the options table):
     not what this one read or write asked for (``table``, ``columns``, ``branch``...)."""
-    from .options import OWN_OPTIONS
+    from ..options import OWN_OPTIONS
 
     kept = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
     kept["warehouse"] = warehouse
@@ -158,13 +158,13 @@ def _scans_path(config: CaptureConfig) -> str:
 
 
 def _table_at(opts: Any, snapshot_id: int | None) -> Any:
-    from .lineage_recorder import TableAt
+    from .recorder import TableAt
 
     return TableAt(opts.warehouse, opts.database, opts.table_name, opts.branch_name, snapshot_id)
 
 
 def _record(config: CaptureConfig, record: Any) -> None:
-    from .lineage_recorder import LineageRecorder
+    from .recorder import LineageRecorder
 
     recorder = LineageRecorder(config, retry_interval=0.0)
     try:
@@ -183,7 +183,7 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
     if not direct(opts, environ):
         return
     try:
-        from .lineage_recorder import BatchRecord
+        from .recorder import BatchRecord
 
         config = config_for(opts)
         table = _table_at(opts, snapshot_id)
@@ -203,7 +203,7 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
 
 def _take_scans(config: CaptureConfig) -> list[Any]:
     """The job's scans since its last commit in the same store (and forget them)."""
-    from .lineage_recorder import TableAt
+    from .recorder import TableAt
 
     path = _scans_path(config)
     if not os.path.exists(path):
@@ -242,7 +242,7 @@ def on_commit(
     if not direct(opts):
         return
     try:
-        from .lineage_recorder import BatchRecord
+        from .recorder import BatchRecord
 
         config = config_for(opts)
         sources = _take_scans(config) if config.data_lineage else []
@@ -263,7 +263,7 @@ def _safe(err: BaseException, opts: Any) -> str:
 
 def session_info(spark: Any) -> dict[str, str]:
     """What a worker needs of the session to record on its own (no secrets): job, spool."""
-    from .lineage_config import KEY_JOB, KEY_SPOOL_DIR
+    from .config import KEY_JOB, KEY_SPOOL_DIR
 
     def conf(key: str) -> str:
         try:

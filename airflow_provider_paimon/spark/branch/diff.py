@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..paimon.errors import InvalidArgumentError, PaimonError
-from ..paimon.names import is_main
+from ...paimon.errors import InvalidArgumentError, PaimonError
+from ...paimon.names import is_main
 
 if TYPE_CHECKING:  # pyspark is imported where Spark work happens: the Airflow layer imports this
     from pyspark.sql import Column, DataFrame
@@ -240,8 +240,8 @@ def _read_sides(
     spark: Any, table: str, branch: str, *, warehouse: str | None, base: str | None, options: Mapping[str, Any] | None
 ) -> _Sides:
     """Both sides as DataFrames over fixed files (the snapshots current now)."""
-    from .native import read_table
-    from .tables import open_table
+    from ..native import read_table
+    from ..tables import open_table
 
     if not isinstance(branch, str) or not branch.strip():
         raise InvalidArgumentError("branch must name the branch to audit (e.g. 'fix'), got a blank value")

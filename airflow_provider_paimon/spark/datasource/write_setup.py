@@ -24,8 +24,8 @@ from airflow_provider_paimon.paimon.maintenance.after_commit import check_write_
 from airflow_provider_paimon.paimon.maintenance.options import writer_retention
 from airflow_provider_paimon.paimon.partitions import parse_partition_spec
 
-from .options import PaimonOptions
-from .tables import catalog_for, latest_snapshot_id, open_table
+from ..options import PaimonOptions
+from ..tables import catalog_for, latest_snapshot_id, open_table
 from .types import (
     check_supported,
     check_write_compatible,

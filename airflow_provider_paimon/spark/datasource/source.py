@@ -16,8 +16,8 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
-from .options import PaimonOptions, parse_options
-from .tables import open_table
+from ..options import PaimonOptions, parse_options
+from ..tables import open_table
 from .types import check_read_schema, table_spark_schema
 
 
@@ -42,11 +42,11 @@ class PaimonDataSource(DataSource):
         return self._options("reading")
 
     def _options(self, what: str) -> PaimonOptions:
-        """The options, with the session's branch redirect resolved (``branch_redirect``)."""
+        """The options, with the session's branch redirect resolved (``spark.branch.redirect``)."""
         import dataclasses
 
-        from .branch_redirect import apply
-        from .lineage_direct import check_session
+        from ..branch.redirect import apply
+        from ..lineage.direct import check_session
 
         opts = apply(parse_options(self.options), self.branch_redirects, what=what)
         check_session(opts)  # options and the session's capture must agree

@@ -45,7 +45,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import MAIN_BRANCH, parse_table_name, validate_branch_name
 
 if TYPE_CHECKING:
-    from .options import PaimonOptions
+    from ..options import PaimonOptions
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
         return opts
     import dataclasses
 
-    from .lineage_direct import check_session, session_info
+    from ..lineage.direct import check_session, session_info
 
     resolved = apply(opts, session_entries(session), what=what)
     check_session(resolved, worker_environment(session))  # options and the capture must agree
@@ -265,8 +265,8 @@ def register_data_source(spark: Any) -> None:
     """
     from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
 
-    from .datasource import PaimonDataSource
-    from .lineage_direct import session_info
+    from ..datasource.source import PaimonDataSource
+    from ..lineage.direct import session_info
 
     raw = session_entries(spark)
     lineage = session_info(spark)  # job name and spool folder, for option-driven lineage

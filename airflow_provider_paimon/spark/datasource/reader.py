@@ -33,10 +33,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from . import branch_redirect, commit_events, lineage_direct
-from .options import PaimonOptions
+from .. import commit_events
+from ..branch import redirect as branch_redirect
+from ..lineage import direct as lineage_direct
+from ..options import PaimonOptions
+from ..tables import open_table
 from .partition_pruning import select_partitions
-from .tables import open_table
 from .types import conform_batch, spark_to_arrow_schema
 
 # pypaimon packs small files into splits of this size while planning; we then pack

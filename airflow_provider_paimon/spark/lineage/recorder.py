@@ -1,6 +1,6 @@
 """Deliver one batch's lineage to the store, or keep it until the store is back.
 
-Spark-free (the capture in ``lineage_capture`` feeds it), so the store-outage policy
+Spark-free (the capture in ``capture`` feeds it), so the store-outage policy
 is testable without a SparkSession. A ``BatchRecord`` is one barrier of one job: the
 source snapshots it consumed and the sink snapshots it committed.
 
@@ -18,7 +18,7 @@ Delivery and outage policy (``spark.paimon.lineage.onStoreFailure``):
   ``on_failure`` called; the capture stops the streaming query and ``close`` raises),
   so the job stops instead of producing data whose lineage is missing. Streaming
   sinks also check the store *before* each commit under ``fail`` and refuse to commit
-  while it is down (``lineage_guard``), so this after-the-fact path is only reached
+  while it is down (``guard``), so this after-the-fact path is only reached
   when the store fails between that check and the recording.
 
 Recording is idempotent: rows are upserted by (job, barrier, table), so a record
@@ -43,7 +43,7 @@ from typing import Any
 
 from airflow_provider_paimon.paimon.errors import PaimonError
 
-from .lineage_config import FAIL, CaptureConfig
+from .config import FAIL, CaptureConfig
 
 log = logging.getLogger(__name__)
 

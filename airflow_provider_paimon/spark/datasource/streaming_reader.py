@@ -50,10 +50,10 @@ from airflow_provider_paimon.paimon.stream_scan import (
     parse_stream_scan_config,
 )
 
-from . import commit_events
-from .options import PaimonOptions
+from .. import commit_events
+from ..options import PaimonOptions
+from ..tables import open_table
 from .reader import PaimonReader, SplitGroup, pack_splits
-from .tables import open_table
 
 log = logging.getLogger(__name__)
 

@@ -266,7 +266,7 @@ def _connection_options(env: Mapping[str, str]) -> dict[str, str]:
     """The catalog options the Airflow hook put in the driver's environment (JSON)."""
     import json
 
-    from .jobs.common import CATALOG_OPTIONS_ENV
+    from ..jobs.common import CATALOG_OPTIONS_ENV
 
     raw = env.get(CATALOG_OPTIONS_ENV)
     if not raw:
