@@ -155,8 +155,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A test hook: ``<job>:<flag file>`` makes that job fail once (the flag file is removed),
+# the way a transient failure would, so a test can rerun a failed cascade DAG.
+FAIL_ONCE_ENV = "CASCADE_CHAIN_FAIL_ONCE"
+
+
+def _fail_once(job: str) -> None:
+    target, _, flag = os.environ.get(FAIL_ONCE_ENV, "").partition(":")
+    if target == job and flag and os.path.exists(flag):
+        os.remove(flag)
+        raise RuntimeError(f"{job}: failure injected by {FAIL_ONCE_ENV} (it fails once)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _fail_once(args.job)
     from pyspark.sql import SparkSession
 
     from airflow_provider_paimon.spark import register

@@ -33,3 +33,42 @@ def task_xcom(run, task_id: str):
             )
         ).first()
     return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def rerun_failed_tasks(dag, run):
+    """Rerun ``run`` as Airflow's "Clear" with "only failed" does, in this process.
+
+    The failed and upstream-failed task instances are cleared (the succeeded ones keep
+    their state and XCom), the run goes back to running, and the cleared tasks run as
+    ``dag.test()`` runs tasks (``dag.test()`` itself would delete the run and start
+    over). Returns the run, reloaded.
+    """
+    from airflow.models.dagrun import DagRun
+    from airflow.sdk import timezone
+    from airflow.sdk.definitions.dag import _run_task
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState, TaskInstanceState
+    from sqlalchemy import select
+
+    scheduler_dag = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
+    cleared = scheduler_dag.clear(run_id=run.run_id, only_failed=True, dag_run_state=DagRunState.RUNNING)
+    assert cleared, f"nothing failed in {run.run_id}"
+    with create_session() as session:
+        dr = session.scalar(select(DagRun).where(DagRun.dag_id == dag.dag_id, DagRun.run_id == run.run_id))
+        dr.dag = scheduler_dag
+        for _ in range(1000):  # a bound, not a wait: each round runs every ready task
+            if dr.state != DagRunState.RUNNING:
+                break
+            session.expire_all()
+            schedulable, _ = dr.update_state(session=session)
+            for ti in schedulable:
+                if ti.state != TaskInstanceState.UP_FOR_RESCHEDULE:
+                    ti.try_number += 1
+                ti.state = TaskInstanceState.SCHEDULED
+                ti.scheduled_dttm = timezone.utcnow()
+            session.commit()
+            for ti in [t for t in dr.get_task_instances(session=session) if t.state == TaskInstanceState.SCHEDULED]:
+                _run_task(ti=ti, task=dag.task_dict[ti.task_id], run_triggerer=True)
+        session.expunge(dr)
+    return dr

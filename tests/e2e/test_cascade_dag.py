@@ -5,7 +5,11 @@ with the lineage capture on (one capture per job name, as the jobs' own submits 
 record them): ingest batch 1, clean (streaming), mart; then a buggy batch 2 and batch
 3, clean, mart. So the store says which snapshots read the bad ``ods.raw`` snapshot 2.
 Then ``dags/cascade_correction.py`` runs with ``dag.test()`` against real local Spark
-(its jobs, audits and the publish are spark-submits). The references are plain Python:
+(its jobs, audits and the publish are spark-submits). Its first run fails at the mart's
+job (a failure injected once, after the raw and clean jobs wrote their branches): main
+must be untouched; then the failed run is rerun the way Airflow's "Clear" (only failed) does (the
+succeeded tasks keep their state and XCom, the failed one and everything after it run
+again) and must finish the correction. The references are plain Python:
 each table recomputed from scratch on the corrected input (``cascade_chain.reference_*``),
 read back with plain pypaimon.
 """
@@ -16,7 +20,7 @@ import contextlib
 import time
 
 import pytest
-from dag_run_results import task_states, task_xcom
+from dag_run_results import rerun_failed_tasks, task_states, task_xcom
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -84,7 +88,9 @@ def run_original_pipeline(spark, chain, warehouse: str, url: str, tmp_path) -> N
     step("pipeline.mart", lambda: chain.mart(spark, warehouse))  # mart@2
 
 
-def test_cascade_corrects_raw_clean_and_mart_as_one_change(spark, airflow_db, tmp_path):
+def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
+    spark, airflow_db, tmp_path, monkeypatch
+):
     from airflow_provider_paimon.lineage import LineageStore
     from airflow_provider_paimon.lineage.queries import upstream
     from airflow_provider_paimon.spark import register
@@ -101,10 +107,27 @@ def test_cascade_corrects_raw_clean_and_mart_as_one_change(spark, airflow_db, tm
     old = {name: rows(warehouse, name) for name in SORT}
     assert old["ads.mart"] == chain.reference_mart(chain.reference_clean(buggy_raw))  # main is wrong
 
-    run = dag.test(run_conf={
+    conf = {
         "snapshot_id": 2, "correction": "fix", "reingest_batches": "2,3", "warehouse": warehouse,
         "lineage_url": url, "checkpoint_root": str(tmp_path / "checkpoints"),
-    })
+    }
+    flag = tmp_path / "fail-mart-once"
+    flag.write_text("")
+    monkeypatch.setenv(chain.FAIL_ONCE_ENV, f"mart:{flag}")
+    failed = dag.test(run_conf=conf)
+    states = task_states(failed)
+    assert failed.state == "failed", states
+    assert states["cascade.run_ads__mart"] == "failed", states
+    assert states["cascade.run_dwd__clean"] == "success", states  # the branches were written
+    assert states["cascade.publish"] == "upstream_failed", states
+    assert not flag.exists()
+    for name in SORT:
+        assert rows(warehouse, name) == old[name], name  # nothing published
+
+    # Rerun as Airflow's "Clear failed tasks" does: the succeeded tasks keep state and XCom
+    succeeded = {task for task, state in states.items() if state == "success"}
+    assert {"cascade.plan", "cascade.branch", "cascade.run_ods__raw"} <= succeeded, states
+    run = rerun_failed_tasks(dag, failed)
     states = task_states(run)
     assert run.state == "success", states
 
