@@ -70,5 +70,7 @@ def rerun_failed_tasks(dag, run):
             session.commit()
             for ti in [t for t in dr.get_task_instances(session=session) if t.state == TaskInstanceState.SCHEDULED]:
                 _run_task(ti=ti, task=dag.task_dict[ti.task_id], run_triggerer=True)
+    with create_session() as session:  # the tasks ran in sessions of their own: read it afresh
+        dr = session.scalar(select(DagRun).where(DagRun.dag_id == dag.dag_id, DagRun.run_id == run.run_id))
         session.expunge(dr)
     return dr
