@@ -167,6 +167,7 @@ HEAVY_FILES_FIRST = (
     "tests/e2e/test_cascade_dag.py",
     "tests/spark/test_native_write_safety.py",
     "tests/e2e/test_correction_dag.py",
+    "tests/e2e/test_correction_dag_s3.py",
     "tests/streaming/test_streaming_expire.py",
     "tests/s3/test_s3_capabilities.py",
     "tests/capture/test_capture_spark.py",

@@ -26,11 +26,14 @@ def write_rows(table: Any, rows: list[dict], schema: pa.Schema) -> None:
     commit.close()
 
 
-def create_orders_tables(warehouse: str, orders: list[dict]) -> Any:
-    """``db.orders`` holding ``orders`` (one snapshot) and an empty ``db.orders_enriched``; the catalog."""
+def create_orders_tables(warehouse: str, orders: list[dict], options: dict[str, str] | None = None) -> Any:
+    """``db.orders`` holding ``orders`` (one snapshot) and an empty ``db.orders_enriched``; the catalog.
+
+    ``options``: more catalog options (an ``s3://`` warehouse's endpoint and credentials).
+    """
     from pypaimon import CatalogFactory, Schema
 
-    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog = CatalogFactory.create({"warehouse": warehouse, **(options or {})})
     catalog.create_database("db", True)
     catalog.create_table("db.orders", Schema.from_pyarrow_schema(SOURCE), False)
     catalog.create_table("db.orders_enriched", Schema.from_pyarrow_schema(SINK), False)
