@@ -5,6 +5,9 @@
 depends on ``user_dependency`` (the plugin passes Airflow's ``get_user``): the page
 (``/``), the OpenAPI description (``/openapi.json``) and its Swagger UI (``/docs``)
 are served here behind it, because FastAPI's own routes for them would be public.
+
+``mount`` and ``nav_view`` are a page's two entries in an ``AirflowPlugin``: the app
+under its URL prefix, and the link in the UI's navigation.
 """
 
 from collections.abc import Callable
@@ -17,7 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..lineage.queries import JobFilter
 
-__all__ = ["JobFilter", "everyone", "protected_app"]
+__all__ = ["JobFilter", "everyone", "mount", "nav_view", "protected_app"]
 
 
 def everyone() -> JobFilter | None:
@@ -56,3 +59,12 @@ def protected_app(title: str, description: str, page_file: str, user_dependency:
 
     return app
 
+
+def mount(app: FastAPI, url_prefix: str, name: str) -> dict[str, Any]:
+    """The plugin's ``fastapi_apps`` entry serving ``app`` under ``url_prefix``."""
+    return {"app": app, "url_prefix": url_prefix, "name": name}
+
+
+def nav_view(url_prefix: str, name: str) -> dict[str, Any]:
+    """The plugin's ``external_views`` entry: ``name`` in the UI's navigation, opening the page."""
+    return {"name": name, "href": url_prefix + "/", "destination": "nav", "url_route": url_prefix.lstrip("/")}
