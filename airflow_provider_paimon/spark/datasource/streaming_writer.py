@@ -383,23 +383,15 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         _delete_files(table, self.commit_user, task_messages)
 
     def _publish(self, snapshot: Any, batch_id: int, rows: int, replayed: bool) -> None:
-        opts = self.plan.opts
-        commit_events.publish(
-            StreamCommitEvent(
-                warehouse=opts.warehouse,
-                namespace=opts.lineage_namespace,
-                database=opts.database,
-                table=opts.table_name,
-                branch=opts.branch_name,
-                snapshot_id=int(snapshot.id),
-                commit_kind=str(snapshot.commit_kind),
-                row_count=rows,
-                commit_user=self.commit_user,
-                batch_id=batch_id,
-                replayed=replayed,
-            ),
-            opts.event_listeners,
-            opts.event_log,
+        commit_events.publish_for(
+            self.plan.opts,
+            StreamCommitEvent,
+            snapshot_id=int(snapshot.id),
+            commit_kind=str(snapshot.commit_kind),
+            row_count=rows,
+            commit_user=self.commit_user,
+            batch_id=batch_id,
+            replayed=replayed,
         )
 
 

@@ -189,20 +189,13 @@ class PaimonWriter(DataSourceArrowWriter):
         if snapshot is None:  # nothing to commit (empty append): no snapshot, no event
             return
         opts = self.plan.opts
-        commit_events.publish(
-            commit_events.CommitEvent(
-                warehouse=opts.warehouse,
-                namespace=opts.lineage_namespace,
-                database=opts.database,
-                table=opts.table_name,
-                branch=opts.branch_name,
-                snapshot_id=snapshot.id,
-                commit_kind=str(snapshot.commit_kind),
-                row_count=row_count,
-                commit_user=self.plan.commit_user,
-            ),
-            opts.event_listeners,
-            opts.event_log,
+        commit_events.publish_for(
+            opts,
+            commit_events.CommitEvent,
+            snapshot_id=snapshot.id,
+            commit_kind=str(snapshot.commit_kind),
+            row_count=row_count,
+            commit_user=self.plan.commit_user,
         )
         lineage_direct.on_commit(  # option-driven lineage
             opts, snapshot.id, str(snapshot.commit_kind), run=self.plan.snapshot_properties
