@@ -50,6 +50,7 @@ import os
 import pickle
 import signal
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -398,31 +399,27 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
 # ------------------------------------------------------------------ helpers
 
 
-def last_committed_snapshot(table: Any, commit_user: str) -> Any | None:
-    """Newest snapshot written by ``commit_user`` (its identifier is the last batch committed)."""
+def _snapshots_of(table: Any, commit_user: str) -> Iterator[Any]:
+    """The retained snapshots ``commit_user`` wrote, newest first."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
     if latest is None:
-        return None
+        return
     earliest = manager.try_get_earliest_snapshot(latest.id).id
     for snapshot_id in range(latest.id, earliest - 1, -1):
         snapshot = manager.get_snapshot_by_id(snapshot_id)
         if snapshot is not None and snapshot.commit_user == commit_user:
-            return snapshot
-    return None
+            yield snapshot
+
+
+def last_committed_snapshot(table: Any, commit_user: str) -> Any | None:
+    """Newest snapshot written by ``commit_user`` (its identifier is the last batch committed)."""
+    return next(_snapshots_of(table, commit_user), None)
 
 
 def find_batch_snapshot(table: Any, commit_user: str, batch_id: int) -> Any | None:
     """The APPEND snapshot ``commit_user`` committed for ``batch_id``, if any."""
-    manager = table.snapshot_manager()
-    latest = manager.get_latest_snapshot()
-    if latest is None:
-        return None
-    earliest = manager.try_get_earliest_snapshot(latest.id).id
-    for snapshot_id in range(latest.id, earliest - 1, -1):
-        snapshot = manager.get_snapshot_by_id(snapshot_id)
-        if snapshot is None or snapshot.commit_user != commit_user:
-            continue
+    for snapshot in _snapshots_of(table, commit_user):
         if snapshot.commit_identifier == batch_id and snapshot.commit_kind != "COMPACT":
             return snapshot
         if snapshot.commit_identifier < batch_id:
