@@ -64,7 +64,7 @@ from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after
 
 from .. import commit_events
 from ..options import PaimonOptions
-from .writer import PaimonWriter, TaskCommit, WritePlan
+from .writer import PaimonWriter, TaskCommit, WritePlan, task_messages_of
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         batch_id = int(batchId)
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         rows = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         state = CheckpointState(self.checkpoint_location) if self.checkpoint_location else None
         table = self._task_writer()._table()
@@ -374,7 +374,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         return merged
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         if not task_messages:
             return
         table = self._task_writer()._table()
@@ -425,14 +425,6 @@ def find_batch_snapshot(table: Any, commit_user: str, batch_id: int) -> Any | No
         if snapshot.commit_identifier < batch_id:
             return None
     return None
-
-
-def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:
-    out: list[Any] = []
-    for message in messages:
-        if isinstance(message, TaskCommit):
-            out.extend(message.messages)
-    return out
 
 
 def _file_names(messages: list[Any]) -> set[str]:

@@ -168,7 +168,7 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         lineage_guard.check_before_commit(f"the write to {self.plan.opts.table}")  # fail policy
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         row_count = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         table = self._table()
         if self.plan.opts.precommit_compact and task_messages:
@@ -203,7 +203,7 @@ class PaimonWriter(DataSourceArrowWriter):
         expire_after_commit(table, branch=opts.branch, options=opts.table_options)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         table = self._table()
         if self._committed_snapshot(table) is not None:
             return  # the commit landed; these files are part of the table now
@@ -266,7 +266,8 @@ def check_rows_in_partition(batch: pa.RecordBatch, spec: dict[str, Any]) -> None
             )
 
 
-def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:
+def task_messages_of(messages: list[WriterCommitMessage | None]) -> list[Any]:
+    """pypaimon's commit messages of every task that reported (``TaskCommit``), in order."""
     out: list[Any] = []
     for message in messages:
         if isinstance(message, TaskCommit):
