@@ -2,9 +2,9 @@
 
 A FastAPI app built by ``create_history_app(catalog, user_dependency, job_visibility)``
 so that tests can serve it on any warehouse and the plugin can plug in Airflow's own
-authentication and authorisation, exactly as the lineage page does
-(``lineage_api.py``): every route, the page and the OpenAPI description included,
-depends on the logged-in user. ``job_visibility`` gives, per request, which
+authentication and authorisation. Like the lineage page (``lineage_api.py``) it is
+built on ``protected_app.py``: every route, the page and the OpenAPI description
+included, depends on the logged-in user. ``job_visibility`` gives, per request, which
 ``{dag_id}.{task_id}`` jobs the user may see (None: all); the Airflow run and Spark
 application of a snapshot written by any other job are replaced by ``{"hidden": true}``
 (the snapshot itself, its kind and counts, stays: the table is not a DAG's).
@@ -23,19 +23,16 @@ Endpoints (all GET, documented in docs/ui.md):
 
 import logging
 from collections.abc import Callable
-from importlib import resources
 from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, FastAPI, HTTPException, Query
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..paimon.errors import InvalidArgumentError, PaimonError, TableNotFoundError
 from ..paimon.history import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, table_history
+from .protected_app import JobFilter, everyone, protected_app
 
 log = logging.getLogger(__name__)
 
-JobFilter = Callable[[str], bool]
 MAX_TABLES = 2000
 
 
@@ -53,14 +50,6 @@ class TableSource(Protocol):
     def list_tables(self, database: str) -> list[str]: ...
 
 
-def _page() -> str:
-    return resources.files(__package__).joinpath("static/history.html").read_text("utf-8")
-
-
-def _everyone() -> JobFilter | None:
-    return None
-
-
 def hide_runs(history: dict[str, Any], visible: JobFilter | None) -> dict[str, Any]:
     """Replace the run of every row whose ``{dag_id}.{task_id}`` job ``visible`` refuses."""
     if visible is None:
@@ -76,34 +65,19 @@ def hide_runs(history: dict[str, Any], visible: JobFilter | None) -> dict[str, A
 def create_history_app(
     open_source: Callable[[], TableSource],
     user_dependency: Callable[..., Any],
-    job_visibility: Callable[..., JobFilter | None] = _everyone,
+    job_visibility: Callable[..., JobFilter | None] = everyone,
 ) -> FastAPI:
     """The history app. ``open_source`` is called per request (may raise ``CatalogUnavailableError``)."""
     Visible = Annotated[JobFilter | None, Depends(job_visibility)]  # noqa: N806 - FastAPI reads it
-    app = FastAPI(
-        title="Paimon table history",
-        description="Snapshots of a Paimon table's main and branches, read from the warehouse.",
-        dependencies=[Depends(user_dependency)],
-        openapi_url=None, docs_url=None, redoc_url=None,
-    )
+    app = protected_app("Paimon table history",
+                        "Snapshots of a Paimon table's main and branches, read from the warehouse.",
+                        "history.html", user_dependency)
 
     def source() -> TableSource:
         try:
             return open_source()
         except CatalogUnavailableError as err:
             raise HTTPException(status_code=503, detail=str(err)) from None
-
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def page() -> str:
-        return _page()
-
-    @app.get("/openapi.json", include_in_schema=False)
-    def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
-
-    @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="openapi.json", title="Paimon table history API")
 
     @app.get("/api/tables")
     def tables() -> dict:

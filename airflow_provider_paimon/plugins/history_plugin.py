@@ -10,9 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .history_api import CatalogUnavailableError, TableSource, create_history_app
+from .protected_app import mount, nav_view
 
 URL_PREFIX = "/paimon-history"
 PAIMON_CONN_ID = "paimon_default"
+NAME = "Paimon table history"
 
 
 class _HookSource:
@@ -54,16 +56,10 @@ def open_source() -> TableSource:
 
 
 def history_app(job_visibility: Callable[..., Any]) -> dict[str, Any]:
-    """The ``fastapi_apps`` entry; ``job_visibility`` is the lineage page's DAG-permission filter."""
+    """The ``fastapi_apps`` entry; ``job_visibility`` is the DAG-permission filter (``permissions.py``)."""
     from airflow.api_fastapi.core_api.security import get_user
 
-    return {"app": create_history_app(open_source, get_user, job_visibility), "url_prefix": URL_PREFIX,
-            "name": "Paimon table history"}
+    return mount(create_history_app(open_source, get_user, job_visibility), URL_PREFIX, NAME)
 
 
-HISTORY_VIEW = {
-    "name": "Paimon table history",
-    "href": URL_PREFIX + "/",
-    "destination": "nav",
-    "url_route": "paimon-history",
-}
+HISTORY_VIEW = nav_view(URL_PREFIX, NAME)

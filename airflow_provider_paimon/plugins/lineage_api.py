@@ -3,8 +3,8 @@
 A FastAPI app, built by ``create_app(open_store, user_dependency, job_visibility)`` so
 that tests can serve it with any store and the plugin can plug in Airflow's own
 authentication and authorisation. Every route, the page and the OpenAPI schema and
-docs included, depends on the user: no lineage (and no API description) without a
-logged-in user. ``job_visibility`` is a FastAPI dependency giving, per request, which
+docs included (served by ``protected_app.py``), depends on the user: no lineage (and
+no API description) without a logged-in user. ``job_visibility`` is a FastAPI dependency giving, per request, which
 jobs the user may see (None: all); lineage of other jobs is left out of every answer.
 
 Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
@@ -39,12 +39,9 @@ and a ``"truncated_reason"`` that says what to narrow.
 import logging
 from collections.abc import Callable
 from dataclasses import asdict
-from importlib import resources
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..lineage import LineageStore
 from ..lineage.cascade import LineageCycleError, UnknownLineageSnapshotError, plan_cascade
@@ -61,6 +58,7 @@ from ..lineage.queries import (
     walk_bounded,
 )
 from . import audits as audit_views
+from .protected_app import everyone, protected_app
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +66,6 @@ log = logging.getLogger(__name__)
 StoreFactory = Callable[[], LineageStore]
 #: ``(table, branch, limit) -> answer`` (``audits.audits_answer``), given per request.
 AuditReader = Callable[[str, str | None, int], dict]
-
-
-def _page() -> str:
-    return resources.files(__package__).joinpath("static/lineage.html").read_text("utf-8")
-
-
-def _everyone() -> JobFilter | None:
-    return None
 
 
 def _no_audits() -> AuditReader:
@@ -94,7 +84,7 @@ def _store_error(err: LineageError) -> HTTPException:
 def create_app(
     open_store: StoreFactory,
     user_dependency: Callable[..., Any],
-    job_visibility: Callable[..., JobFilter | None] = _everyone,
+    job_visibility: Callable[..., JobFilter | None] = everyone,
     audit_reader: Callable[..., AuditReader] = _no_audits,
 ) -> FastAPI:
     """The lineage app.
@@ -108,13 +98,8 @@ def create_app(
     # Not postponed (no __future__ annotations here): FastAPI must see this local alias.
     Visible = Annotated[JobFilter | None, Depends(job_visibility)]  # noqa: N806
     Auditor = Annotated[AuditReader, Depends(audit_reader)]  # noqa: N806
-    app = FastAPI(
-        title="Paimon lineage",
-        description="Table and data lineage of Paimon tables, from the lineage store.",
-        dependencies=[Depends(user_dependency)],
-        # Served below behind the user dependency; FastAPI's own routes would be public.
-        openapi_url=None, docs_url=None, redoc_url=None,
-    )
+    app = protected_app("Paimon lineage", "Table and data lineage of Paimon tables, from the lineage store.",
+                        "lineage.html", user_dependency)
 
     def with_store(fn: Callable[[LineageStore], Any]) -> Any:
         try:
@@ -129,18 +114,6 @@ def create_app(
             raise _store_error(err) from None
         except LineageError as err:
             raise _store_error(err) from None
-
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def page() -> str:
-        return _page()
-
-    @app.get("/openapi.json", include_in_schema=False)
-    def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
-
-    @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="openapi.json", title="Paimon lineage API")
 
     @app.get("/api/graph")
     def graph(

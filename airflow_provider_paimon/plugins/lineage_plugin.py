@@ -8,9 +8,9 @@ read-only (nothing is created, migrated or written by a page view) and kept, one
 store, across requests.
 
 Authentication is Airflow's own (``get_user``): an anonymous request gets 401.
-Authorisation follows the auth manager's DAG permissions: jobs are named
-``{dag_id}.{task_id}``, and a user sees a job's lineage only if they may read its DAG;
-jobs that belong to no DAG are shown only to users who may read every DAG.
+Authorisation follows the auth manager's DAG permissions (``permissions.py``): jobs are
+named ``{dag_id}.{task_id}``, and a user sees a job's lineage only if they may read its
+DAG; jobs that belong to no DAG are shown only to users who may read every DAG.
 """
 
 import json
@@ -28,11 +28,16 @@ from ..lineage.url import DEFAULT_DATABASE, default_url, parse_url
 from .audits import audits_answer, read_audit_rows
 from .history_plugin import HISTORY_VIEW, history_app
 from .lineage_api import create_app
+from .permissions import dag_access, job_filter_for, job_visibility_dependency
+from .protected_app import mount, nav_view
 
 log = logging.getLogger(__name__)
 
 URL_PREFIX = "/paimon-lineage"  # operators/links.py LINEAGE_PAGE_PATH links here
 LINEAGE_CONN_ID = "paimon_lineage_default"
+NAME = "Paimon lineage"
+
+__all__ = ["LINEAGE_VIEW", "PaimonLineagePlugin", "StoreCache", "job_filter_for", "lineage_app"]
 
 
 class StoreCache:
@@ -118,59 +123,6 @@ def _open_store() -> LineageStore:
     return _stores.get(url, database)
 
 
-def _dag_of(job: str, dag_ids: set[str]) -> str | None:
-    """The DAG a ``{dag_id}.{task_id}`` job belongs to: its longest dotted prefix that is a DAG."""
-    if job in dag_ids:
-        return job
-    cut = job.rfind(".")
-    while cut > 0:
-        if job[:cut] in dag_ids:
-            return job[:cut]
-        cut = job.rfind(".", 0, cut)
-    return None
-
-
-def job_filter_for(can_read_all: bool, readable: set[str], known: set[str]) -> Callable[[str], bool] | None:
-    """None (everything) for a user who reads every DAG; else: jobs of DAGs they may read."""
-    if can_read_all:
-        return None
-
-    def visible(job: str) -> bool:
-        dag = _dag_of(job, known)
-        return dag is not None and dag in readable
-
-    return visible
-
-
-def _dag_access(user: Any, session: Any) -> tuple[bool, set[str], set[str]]:
-    """(may read every DAG, DAG ids the user may read, DAG ids Airflow knows)."""
-    from airflow.api_fastapi.app import get_auth_manager
-    from airflow.models.dag import DagModel
-    from sqlalchemy import select
-
-    manager = get_auth_manager()
-    readable = manager.get_authorized_dag_ids(user=user, method="GET")
-    known = set(session.scalars(select(DagModel.dag_id)))
-    # "Every DAG" needs both: the general permission (no DAG named) and every known
-    # DAG one by one (a multi-team SimpleAuthManager grants the first to everyone).
-    can_read_all = manager.is_authorized_dag(method="GET", user=user) and readable >= known
-    return can_read_all, readable, known
-
-
-def _job_visibility_dependency() -> Callable[..., Any]:
-    from airflow.api_fastapi.core_api.security import GetUserDep
-
-    # Not postponed (no __future__ annotations in this module): FastAPI reads GetUserDep.
-    def visibility(user: GetUserDep) -> Callable[[str], bool] | None:
-        from airflow.utils.session import create_session
-
-        with create_session() as session:
-            can_read_all, readable, known = _dag_access(user, session)
-        return job_filter_for(can_read_all, readable, known)
-
-    return visibility
-
-
 def _audit_reader_dependency() -> Callable[..., Any]:
     from airflow.api_fastapi.core_api.security import GetUserDep
 
@@ -179,7 +131,7 @@ def _audit_reader_dependency() -> Callable[..., Any]:
             from airflow.utils.session import create_session
 
             with create_session() as session:
-                can_read_all, readable, _known = _dag_access(user, session)
+                can_read_all, readable, _known = dag_access(user, session)
                 rows = read_audit_rows(session, None if can_read_all else readable)
             return audits_answer(rows, table, branch, limit)
 
@@ -188,26 +140,20 @@ def _audit_reader_dependency() -> Callable[..., Any]:
     return reader
 
 
-def _build_app():
+def lineage_app() -> dict[str, Any]:
+    """The ``fastapi_apps`` entry of the lineage page."""
     from airflow.api_fastapi.core_api.security import get_user
 
-    return create_app(_open_store, get_user, _job_visibility_dependency(), _audit_reader_dependency())
+    app = create_app(_open_store, get_user, job_visibility_dependency(), _audit_reader_dependency())
+    return mount(app, URL_PREFIX, NAME)
+
+
+LINEAGE_VIEW = nav_view(URL_PREFIX, NAME)
 
 
 class PaimonLineagePlugin(AirflowPlugin):
     """The lineage and table history pages (FastAPI apps) and their entries in the Airflow UI's navigation."""
 
     name = "paimon_lineage"
-    fastapi_apps = [
-        {"app": _build_app(), "url_prefix": URL_PREFIX, "name": "Paimon lineage"},
-        history_app(_job_visibility_dependency()),  # the table history page (history_plugin.py)
-    ]
-    external_views = [
-        {
-            "name": "Paimon lineage",
-            "href": URL_PREFIX + "/",
-            "destination": "nav",
-            "url_route": "paimon-lineage",
-        },
-        HISTORY_VIEW,
-    ]
+    fastapi_apps = [lineage_app(), history_app(job_visibility_dependency())]  # history: history_plugin.py
+    external_views = [LINEAGE_VIEW, HISTORY_VIEW]

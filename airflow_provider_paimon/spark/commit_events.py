@@ -34,7 +34,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .options import PaimonOptions
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class ScanEvent:
 
 Event = CommitEvent | ScanEvent
 Listener = Callable[[Event], None]
+E = TypeVar("E", CommitEvent, ScanEvent)
 
 _lock = threading.Lock()
 _listeners: list[Listener] = []
@@ -121,6 +125,25 @@ def publish(event: Event, listener_specs: Iterable[str] = (), event_log: str | N
             append_event_log(path, event)
         except OSError:
             log.exception("cannot append to event log %s", path)
+
+
+def publish_for(opts: PaimonOptions, event_type: type[E], **fields: Any) -> E:
+    """Build an ``event_type`` event on the table ``opts`` names and publish it.
+
+    The table is the options' own: warehouse, OpenLineage namespace, database, table
+    and branch; ``fields`` are the rest (snapshot, counts, ...). It goes to the
+    options' ``event-listeners`` and ``event-log``; returns the event.
+    """
+    event = event_type(
+        warehouse=opts.warehouse,
+        namespace=opts.lineage_namespace,
+        database=opts.database,
+        table=opts.table_name,
+        branch=opts.branch_name,
+        **fields,
+    )
+    publish(event, opts.event_listeners, opts.event_log)
+    return event
 
 
 def _import_listener(spec: str) -> Listener:

@@ -111,19 +111,7 @@ class PaimonReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         splits, snapshot_id = self.plan()
-        commit_events.publish(
-            commit_events.ScanEvent(
-                warehouse=self.opts.warehouse,
-                namespace=self.opts.lineage_namespace,
-                database=self.opts.database,
-                table=self.opts.table_name,
-                branch=self.opts.branch_name,
-                snapshot_id=snapshot_id,
-                split_count=len(splits),
-            ),
-            self.opts.event_listeners,
-            self.opts.event_log,
-        )
+        commit_events.publish_for(self.opts, commit_events.ScanEvent, snapshot_id=snapshot_id, split_count=len(splits))
         lineage_direct.on_scan(self.opts, snapshot_id)  # option-driven lineage (no capture)
         if not splits:
             return [SplitGroup(0, [], snapshot_id)]

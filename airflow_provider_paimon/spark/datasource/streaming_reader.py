@@ -263,19 +263,12 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.consumer_id:
             consumers.save_next_snapshot(planner.table, self.consumer_id, done.next_snapshot)
         self._recorded = done.next_snapshot
-        commit_events.publish(
-            StreamScanEvent(
-                warehouse=self.opts.warehouse,
-                namespace=self.opts.lineage_namespace,
-                database=self.opts.database,
-                table=self.opts.table_name,
-                branch=self.opts.branch_name,
-                snapshot_id=done.lineage_snapshot,  # never a COMPACT one (see StreamOffset)
-                next_snapshot=done.next_snapshot,
-                consumer_id=self.consumer_id or "",
-            ),
-            self.opts.event_listeners,
-            self.opts.event_log,
+        commit_events.publish_for(
+            self.opts,
+            StreamScanEvent,
+            snapshot_id=done.lineage_snapshot,  # never a COMPACT one (see StreamOffset)
+            next_snapshot=done.next_snapshot,
+            consumer_id=self.consumer_id or "",
         )
 
     # -- reading (executors) ---------------------------------------------------

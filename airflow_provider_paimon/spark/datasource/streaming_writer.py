@@ -50,6 +50,7 @@ import os
 import pickle
 import signal
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,7 @@ from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after
 
 from .. import commit_events
 from ..options import PaimonOptions
-from .writer import PaimonWriter, TaskCommit, WritePlan
+from .writer import PaimonWriter, TaskCommit, WritePlan, task_messages_of
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +278,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         batch_id = int(batchId)
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         rows = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         state = CheckpointState(self.checkpoint_location) if self.checkpoint_location else None
         table = self._task_writer()._table()
@@ -373,7 +374,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         return merged
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         if not task_messages:
             return
         table = self._task_writer()._table()
@@ -383,67 +384,47 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         _delete_files(table, self.commit_user, task_messages)
 
     def _publish(self, snapshot: Any, batch_id: int, rows: int, replayed: bool) -> None:
-        opts = self.plan.opts
-        commit_events.publish(
-            StreamCommitEvent(
-                warehouse=opts.warehouse,
-                namespace=opts.lineage_namespace,
-                database=opts.database,
-                table=opts.table_name,
-                branch=opts.branch_name,
-                snapshot_id=int(snapshot.id),
-                commit_kind=str(snapshot.commit_kind),
-                row_count=rows,
-                commit_user=self.commit_user,
-                batch_id=batch_id,
-                replayed=replayed,
-            ),
-            opts.event_listeners,
-            opts.event_log,
+        commit_events.publish_for(
+            self.plan.opts,
+            StreamCommitEvent,
+            snapshot_id=int(snapshot.id),
+            commit_kind=str(snapshot.commit_kind),
+            row_count=rows,
+            commit_user=self.commit_user,
+            batch_id=batch_id,
+            replayed=replayed,
         )
 
 
 # ------------------------------------------------------------------ helpers
 
 
-def last_committed_snapshot(table: Any, commit_user: str) -> Any | None:
-    """Newest snapshot written by ``commit_user`` (its identifier is the last batch committed)."""
+def _snapshots_of(table: Any, commit_user: str) -> Iterator[Any]:
+    """The retained snapshots ``commit_user`` wrote, newest first."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
     if latest is None:
-        return None
+        return
     earliest = manager.try_get_earliest_snapshot(latest.id).id
     for snapshot_id in range(latest.id, earliest - 1, -1):
         snapshot = manager.get_snapshot_by_id(snapshot_id)
         if snapshot is not None and snapshot.commit_user == commit_user:
-            return snapshot
-    return None
+            yield snapshot
+
+
+def last_committed_snapshot(table: Any, commit_user: str) -> Any | None:
+    """Newest snapshot written by ``commit_user`` (its identifier is the last batch committed)."""
+    return next(_snapshots_of(table, commit_user), None)
 
 
 def find_batch_snapshot(table: Any, commit_user: str, batch_id: int) -> Any | None:
     """The APPEND snapshot ``commit_user`` committed for ``batch_id``, if any."""
-    manager = table.snapshot_manager()
-    latest = manager.get_latest_snapshot()
-    if latest is None:
-        return None
-    earliest = manager.try_get_earliest_snapshot(latest.id).id
-    for snapshot_id in range(latest.id, earliest - 1, -1):
-        snapshot = manager.get_snapshot_by_id(snapshot_id)
-        if snapshot is None or snapshot.commit_user != commit_user:
-            continue
+    for snapshot in _snapshots_of(table, commit_user):
         if snapshot.commit_identifier == batch_id and snapshot.commit_kind != "COMPACT":
             return snapshot
         if snapshot.commit_identifier < batch_id:
             return None
     return None
-
-
-def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:
-    out: list[Any] = []
-    for message in messages:
-        if isinstance(message, TaskCommit):
-            out.extend(message.messages)
-    return out
 
 
 def _file_names(messages: list[Any]) -> set[str]:

@@ -168,7 +168,7 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         lineage_guard.check_before_commit(f"the write to {self.plan.opts.table}")  # fail policy
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         row_count = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         table = self._table()
         if self.plan.opts.precommit_compact and task_messages:
@@ -189,20 +189,13 @@ class PaimonWriter(DataSourceArrowWriter):
         if snapshot is None:  # nothing to commit (empty append): no snapshot, no event
             return
         opts = self.plan.opts
-        commit_events.publish(
-            commit_events.CommitEvent(
-                warehouse=opts.warehouse,
-                namespace=opts.lineage_namespace,
-                database=opts.database,
-                table=opts.table_name,
-                branch=opts.branch_name,
-                snapshot_id=snapshot.id,
-                commit_kind=str(snapshot.commit_kind),
-                row_count=row_count,
-                commit_user=self.plan.commit_user,
-            ),
-            opts.event_listeners,
-            opts.event_log,
+        commit_events.publish_for(
+            opts,
+            commit_events.CommitEvent,
+            snapshot_id=snapshot.id,
+            commit_kind=str(snapshot.commit_kind),
+            row_count=row_count,
+            commit_user=self.plan.commit_user,
         )
         lineage_direct.on_commit(  # option-driven lineage
             opts, snapshot.id, str(snapshot.commit_kind), run=self.plan.snapshot_properties
@@ -210,7 +203,7 @@ class PaimonWriter(DataSourceArrowWriter):
         expire_after_commit(table, branch=opts.branch, options=opts.table_options)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        task_messages = _flatten(messages)
+        task_messages = task_messages_of(messages)
         table = self._table()
         if self._committed_snapshot(table) is not None:
             return  # the commit landed; these files are part of the table now
@@ -273,7 +266,8 @@ def check_rows_in_partition(batch: pa.RecordBatch, spec: dict[str, Any]) -> None
             )
 
 
-def _flatten(messages: list[WriterCommitMessage | None]) -> list[Any]:
+def task_messages_of(messages: list[WriterCommitMessage | None]) -> list[Any]:
+    """pypaimon's commit messages of every task that reported (``TaskCommit``), in order."""
     out: list[Any] = []
     for message in messages:
         if isinstance(message, TaskCommit):
