@@ -93,7 +93,7 @@ class LatencyProxy:
             finally:
                 try:
                     writer.close()
-                except Exception:  # noqa: BLE001, S110 - already closed
+                except Exception:  # noqa: BLE001 - already closed
                     pass
 
         await asyncio.gather(pipe(client_reader, up_writer, True), pipe(up_reader, client_writer, False))

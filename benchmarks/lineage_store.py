@@ -32,11 +32,11 @@ from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import sqlalchemy as sa  # noqa: E402
+import sqlalchemy as sa
 
-from airflow_provider_paimon.lineage import DataLineage, LineageStore  # noqa: E402
-from airflow_provider_paimon.lineage import schema as lineage_schema  # noqa: E402
-from airflow_provider_paimon.lineage.queries import walk  # noqa: E402
+from airflow_provider_paimon.lineage import DataLineage, LineageStore
+from airflow_provider_paimon.lineage import schema as lineage_schema
+from airflow_provider_paimon.lineage.queries import walk
 
 PIPELINES = 20
 JOBS_PER_PIPELINE = 5

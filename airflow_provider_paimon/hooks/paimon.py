@@ -344,7 +344,7 @@ class PaimonHook(BaseHook):
             secrets = secret_values(self._options_override)
             try:
                 secrets += secret_values(self.catalog_config.options)
-            except Exception:  # noqa: BLE001, S110 - the config itself failed: nothing to add
+            except Exception:  # noqa: BLE001 - the config itself failed: nothing to add
                 pass
             return False, scrub(f"cannot open the Paimon catalog: {type(err).__name__}: {err}", secrets)
         return True, f"opened warehouse {self.warehouse} ({len(databases)} databases)"

@@ -43,7 +43,7 @@ from airflow_provider_paimon.operators.tag import (
 from airflow_provider_paimon.paimon.names import is_main
 
 
-class PaimonPreflightFailed(AirflowFailException):  # noqa: N818 - reads as what happened
+class PaimonPreflightFailed(AirflowFailException):  # reads as what happened
     """One or more Paimon operators of the DAG would fail; nothing was changed."""
 
 

@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         result = clean(spark, args.warehouse, args.checkpoint)
     else:
         result = mart(spark, args.warehouse)
-    print("PAIMON_RESULT " + json.dumps(result))  # noqa: T201
+    print("PAIMON_RESULT " + json.dumps(result))
     spark.stop()
     return 0
 

@@ -365,7 +365,7 @@ def _block_of(page: str, command: str) -> str:
 class _Receiver(http.server.BaseHTTPRequestHandler):
     events: list[dict] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:  # http.server's name
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).events.append({"path": self.path, "event": json.loads(body)})
         self.send_response(201)

@@ -17,11 +17,11 @@ import pytest
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="paimon-lineage-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
-from airflow.sdk.exceptions import AirflowFailException  # noqa: E402
+from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.hooks.lineage import PaimonLineageHook, url_from_connection  # noqa: E402
-from airflow_provider_paimon.lineage import LineageStore, SnapshotRef  # noqa: E402
-from airflow_provider_paimon.operators.lineage import (  # noqa: E402
+from airflow_provider_paimon.hooks.lineage import PaimonLineageHook, url_from_connection
+from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
+from airflow_provider_paimon.operators.lineage import (
     DeleteDataLineageOperator,
     DeleteTableLineageOperator,
 )

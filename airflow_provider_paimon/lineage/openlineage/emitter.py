@@ -327,5 +327,5 @@ def _flush_at_exit() -> None:
     for emitter in list(_live_emitters):
         try:
             emitter.close(_EXIT_FLUSH_SECONDS)
-        except Exception:  # noqa: BLE001, S110 - exiting anyway
+        except Exception:  # noqa: BLE001 - exiting anyway
             pass

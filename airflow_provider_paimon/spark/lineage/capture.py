@@ -265,7 +265,7 @@ class LineageCapture:
         while not self._stop.wait(self.config.poll_interval):
             try:
                 self.drain()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("lineage capture: reading events failed")
 
     def drain(self) -> None:
@@ -435,7 +435,7 @@ class LineageCapture:
             for query in list(self.spark.streams.active):
                 try:
                     query.stop()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("could not stop query %s", query.id)
 
         threading.Thread(target=stop_all, name="paimon-lineage-stop", daemon=True).start()

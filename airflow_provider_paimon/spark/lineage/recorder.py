@@ -328,7 +328,7 @@ class LineageRecorder:
             if self.on_failure is not None:
                 try:
                     self.on_failure(self.failure)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("lineage failure callback failed")
         else:
             log.warning(

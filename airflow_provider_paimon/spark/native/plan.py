@@ -177,14 +177,14 @@ def plan_read(
     snapshot_id: int | None = None,
     tag: str | None = None,
     options: Mapping[str, Any] | None = None,
-    filter: str | None = None,  # noqa: A002 - the public argument name
+    filter: str | None = None,  # the public argument name
 ) -> ReadPlan:
     """Plan ``read_table``'s read without Spark doing any work: files, groups, fallbacks."""
     opts = read_options(name, warehouse=warehouse, branch=branch, snapshot_id=snapshot_id, tag=tag, options=options)
     return plan_for(opts, filter)
 
 
-def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # noqa: C901 - one pass, many cases
+def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # one pass, many cases
     table = open_table(opts)
     schema = table_spark_schema(table)
     builder = table.new_read_builder()
