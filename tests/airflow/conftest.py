@@ -101,7 +101,7 @@ def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, conn: dict) ->
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
 
 
-@pytest.fixture()
+@pytest.fixture
 def wh(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> Warehouse:
     """A warehouse with ``db.events`` (append, partitioned by dt): snapshots 1-3, tag t1 -> 1,
     branch ``fix`` from t1 (one more snapshot on it), consumer ``reader`` at 2; ``db.users``
@@ -196,7 +196,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(logs / "work", ignore_errors=True)
 
 
-@pytest.fixture()
+@pytest.fixture
 def no_submit(monkeypatch: pytest.MonkeyPatch) -> list:
     """Record (and refuse) any spark-submit, so a test can assert none happened."""
     from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook

@@ -82,7 +82,7 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("cls,kwargs,message", REFUSED, ids=[f"{c.__name__}-{i}" for i, (c, _, _) in enumerate(REFUSED)])
+@pytest.mark.parametrize(("cls", "kwargs", "message"), REFUSED, ids=[f"{c.__name__}-{i}" for i, (c, _, _) in enumerate(REFUSED)])
 def test_preflight_refuses_before_submitting_and_changes_nothing(wh, no_submit, cls, kwargs, message):
     before = wh.files()
     op = _dag_op(cls, **{"table": "db.events", **kwargs})
@@ -93,7 +93,7 @@ def test_preflight_refuses_before_submitting_and_changes_nothing(wh, no_submit, 
 
 
 @pytest.mark.parametrize(
-    "cls,kwargs,message",
+    ("cls", "kwargs", "message"),
     [
         (ExpireSnapshotsOperator, dict(retain_min=0), "retain_min must be an integer >= 1"),
         (ExpireSnapshotsOperator, dict(retain_min=5, retain_max=2), "retain_min .5. must not be larger"),

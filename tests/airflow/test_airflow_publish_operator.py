@@ -32,7 +32,7 @@ NAMES = ["db.events", "db.orders"]
 PAIRS = [(n, "fix") for n in NAMES]
 
 
-@pytest.fixture()
+@pytest.fixture
 def two(wh):
     """``db.orders``: main 2 snapshots, ``fix`` from tag t1 plus one snapshot; ``db.events`` from ``wh``."""
     wh.create_append("db.orders", partitioned=False)
@@ -145,7 +145,7 @@ def test_operator_retry_after_a_killed_try_resumes(two, submit_with_python, monk
 
 
 @pytest.mark.parametrize(
-    "tables, message",
+    ("tables", "message"),
     [
         ([], "tables is empty"),
         ("db.events", "not a JSON list"),

@@ -90,7 +90,7 @@ def test_branch_at_refuses_and_changes_nothing(wh, setup, kwargs, error, message
 # ------------------------------------------------------------------ plan
 
 
-@pytest.fixture()
+@pytest.fixture
 def store_url(tmp_path):
     """raw@1 -> clean@1 -> mart@1; raw@2 -> clean@2 (mart does not read it); other tables untouched."""
     url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"

@@ -81,7 +81,7 @@ ENTRY_POINTS = {
 
 
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
-@pytest.mark.parametrize("word,expected", GOOD)
+@pytest.mark.parametrize(("word", "expected"), GOOD)
 def test_every_entry_point_accepts_the_same_words(entry, word, expected):
     reader, _ = ENTRY_POINTS[entry]
     assert reader(word) is expected
@@ -121,7 +121,7 @@ def test_compaction_dry_run_typo_fails_before_submitting(wh, no_submit, word):
     assert no_submit == [] and wh.files() == before
 
 
-@pytest.mark.parametrize("word,dry", [("False", False), ("yes", True), (True, True), ("", False)])
+@pytest.mark.parametrize(("word", "dry"), [("False", False), ("yes", True), (True, True), ("", False)])
 def test_compaction_dry_run_words_render_to_the_job_flag(wh, word, dry):
     op = CompactionOperator(task_id="compact", table="db.events", dry_run=word)
     op.preflight()

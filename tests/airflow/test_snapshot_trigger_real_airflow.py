@@ -31,7 +31,7 @@ CONSUMER = "airflow-e2e-watch"
 pytestmark = [pytest.mark.airflow, pytest.mark.postgres]
 
 
-@pytest.fixture()
+@pytest.fixture
 def metadata_db(postgres_server_url: str, unique_name: str):
     with postgres_database(postgres_server_url, unique_name) as url:
         yield url

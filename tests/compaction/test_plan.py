@@ -54,7 +54,7 @@ def test_options_from_table_then_overrides(warehouse):
 
 
 @pytest.mark.parametrize(
-    "overrides, fragment",
+    ("overrides", "fragment"),
     [
         ({"target-file-size": "-1 mb"}, "must not be negative"),
         ({"target-file-size": "0"}, "must be a positive size"),

@@ -57,7 +57,7 @@ def to_dict(obj) -> dict:
     return json.loads(Serde.to_json(obj))
 
 
-@pytest.fixture()
+@pytest.fixture
 def refs(tmp_path):
     wh = str(tmp_path / "wh")
     src = PaimonTableRef(wh, "sales", "orders", snapshot_id=12, schema_fields=ARROW_SCHEMA,

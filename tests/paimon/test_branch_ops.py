@@ -20,7 +20,7 @@ from airflow_provider_paimon.paimon.errors import (
 from airflow_provider_paimon.paimon.tag import create_tag
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, table = make_table(warehouse)
     write(table, [1])

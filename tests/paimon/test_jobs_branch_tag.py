@@ -21,7 +21,7 @@ def run(capsys, module, argv: list[str]) -> tuple[int, dict | None, str]:
     return code, parse_result(out), err
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     write(t, [1])

@@ -22,7 +22,7 @@ UTC = dt.timezone.utc
 
 
 @pytest.mark.parametrize(
-    "type_text, text, expected",
+    ("type_text", "text", "expected"),
     [
         ("STRING", " eu ", " eu "),
         ("VARCHAR(3)", "abc", "abc"),
@@ -53,7 +53,7 @@ def test_values_parse_to_the_columns_python_value(type_text, text, expected):
 
 
 @pytest.mark.parametrize(
-    "type_text, text, hint",
+    ("type_text", "text", "hint"),
     [
         ("DATE", "2026-13-45", "month must be in 1..12"),
         ("DATE", "2026-11-3", "yyyy-MM-dd"),
@@ -133,7 +133,7 @@ def test_parse_spec_of_a_real_table(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "type_text, value",
+    ("type_text", "value"),
     [
         ("BOOLEAN", True),
         ("DATE", dt.date(2026, 11, 3)),

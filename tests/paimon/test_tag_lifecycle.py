@@ -25,7 +25,7 @@ from airflow_provider_paimon.paimon.tag.delete import TagInUseError
 from airflow_provider_paimon.paimon.tag.run_tag import run_tag_name
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     write(t, [1])
@@ -131,7 +131,7 @@ def test_rename_killed_between_its_steps_reads_and_a_rerun_finishes(warehouse, t
 
 
 @pytest.mark.parametrize(
-    "prefix,logical_date,run_id,expected",
+    ("prefix", "logical_date", "run_id", "expected"),
     [
         ("etl", datetime(2026, 11, 24, 9, 0), None, "etl-20261124T090000Z"),
         ("etl", datetime(2026, 11, 24, 9, 0, 0, 250000), "x", "etl-20261124T090000.250000Z"),
@@ -157,7 +157,7 @@ def test_long_run_tag_names_fit_and_stay_distinct():
 
 
 @pytest.mark.parametrize(
-    "value,expected",
+    ("value", "expected"),
     [(timedelta(hours=2), timedelta(hours=2)), (90, timedelta(seconds=90)), (1.5, timedelta(seconds=1.5)),
      ("3600", timedelta(hours=1)), ("1 h", timedelta(hours=1)), ("30min", timedelta(minutes=30)),
      ("7 d", timedelta(days=7)), ("500 ms", timedelta(milliseconds=500)), ("0", timedelta(0))],

@@ -20,7 +20,7 @@ from airflow_provider_paimon.paimon.errors import (
 )
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     write(t, [1])

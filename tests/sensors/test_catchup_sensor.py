@@ -22,7 +22,7 @@ from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
 JOB = "correction.run_fixed"
 
 
-@pytest.fixture()
+@pytest.fixture
 def setup(tables, tmp_path):
     """src (main, 3 snapshots), src2 branch 'fix' (3 snapshots), sink branch 'fix'; job lineage."""
     tables.create("db.src")
@@ -315,7 +315,7 @@ SECRET_URL = "postgresql+psycopg2://paimon:S3cretLineagePw@127.0.0.1:5432/lineag
 
 
 @pytest.mark.parametrize(
-    "kwargs, named",
+    ("kwargs", "named"),
     [
         (dict(lineage_url=SECRET_URL), "lineage_url carries a password"),
         (dict(lineage_url="postgresql+psycopg2://paimon@127.0.0.1/l?password=S3cretLineagePw"),

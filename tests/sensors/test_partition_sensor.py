@@ -23,7 +23,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
 
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog = open_catalog(warehouse)
     catalog.create_database("db", True)

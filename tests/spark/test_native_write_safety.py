@@ -31,7 +31,7 @@ def _ids(probe, name):
     return sorted(probe.read_arrow(name).column("id").to_pylist())
 
 
-@pytest.fixture()
+@pytest.fixture
 def appended(spark, warehouse, probe):
     """A partitioned table with one committed write; returns its file listing."""
     df = spark.createDataFrame([(1, "a"), (2, "b")], "id INT, p STRING")

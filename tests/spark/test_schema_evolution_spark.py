@@ -30,7 +30,7 @@ def _schema_files(warehouse: str, branch: str | None = None, table: str = "t") -
     return sorted(os.listdir(os.path.join(d, "schema")))
 
 
-@pytest.fixture()
+@pytest.fixture
 def t(probe):
     probe.create("db.t", BASE)
     probe.write_arrow("db.t", pa.Table.from_pylist([{"id": 1, "v": "a"}], schema=BASE))
@@ -94,7 +94,7 @@ NUM = pa.schema([("id", pa.int64()), ("n", pa.int32()), ("f", pa.float32()), ("d
 PATHS = ["datasource", "native"]
 
 
-@pytest.fixture()
+@pytest.fixture
 def num(probe):
     probe.create("db.n", NUM)
     probe.write_arrow("db.n", pa.Table.from_pylist(
