@@ -128,7 +128,7 @@ def s3_server():
 
     try:
         server = start_loopback_s3()
-    except Exception as err:  # moto missing or not starting: a CI failure, a local skip
+    except Exception as err:  # noqa: BLE001 - moto missing or not starting: a CI failure, a local skip
         _unavailable("the loopback S3 server (moto[server])", err)
     yield server
     server.stop()

@@ -156,7 +156,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
             subprocess.Popen(
                 [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                  "--port", str(port), "--webui-port", str(ui_port)],
-                stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT, env=env,
+                stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT, env=env,  # noqa: SIM115 - the child keeps writing it for the whole session
                 start_new_session=True,
             )
         )
@@ -164,7 +164,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
             subprocess.Popen(
                 [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                  "--cores", "1", "--memory", "1g", "--webui-port", str(worker_ui), master],
-                stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, env=env,
+                stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, env=env,  # noqa: SIM115 - the child keeps writing it for the whole session
                 start_new_session=True,
             )
         )

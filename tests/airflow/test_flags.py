@@ -105,7 +105,7 @@ def test_integers_have_one_parser_too():
         capture_config({KEY_POLL_INTERVAL_MS: "0"}, "app", environ={})
     with pytest.raises(InvalidArgumentError, match=f"^{KEY_POLL_INTERVAL_MS} must be an integer, got 'abc'$"):
         capture_config({KEY_POLL_INTERVAL_MS: "abc"}, "app", environ={})
-    with pytest.raises(PaimonPreflightError, match="^max_retries must be an integer, got 2.5; nothing was submitted$"):
+    with pytest.raises(PaimonPreflightError, match=r"^max_retries must be an integer, got 2.5; nothing was submitted$"):
         optional_int(2.5, "max_retries")  # int(2.5) used to truncate it silently
 
 

@@ -232,7 +232,7 @@ def test_data_lineage_alone_records_only_snapshot_links(tmp_path, caplog):
 
 
 def test_both_flags_record_both(tmp_path, caplog):
-    src_t, sink_t, src_d, sink_d, _ = _record(
+    _src_t, sink_t, src_d, sink_d, _ = _record(
         tmp_path, {"table-lineage": "true", "data-lineage": "true"}, caplog
     )
     assert sink_t == [("db", "sink")] and src_d == [(1, 3)] and sink_d == [(1, 7)]

@@ -109,7 +109,7 @@ def test_errors_exit_nonzero_with_clear_message_and_write_nothing(
 
 def test_launcher_subprocess_plain_python(warehouse, table):
     """One real process: ``python launcher.py branch create ...`` then ``list``."""
-    catalog, t = table
+    catalog, _t = table
     script = launcher.__file__
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(

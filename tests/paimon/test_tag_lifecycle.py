@@ -6,6 +6,7 @@ import json
 import os
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, rows, table_dir, tree, write
@@ -35,7 +36,7 @@ def table(warehouse):
 
 def java_local_datetime(arr: list[int]) -> datetime:
     """Jackson's LocalDateTime array (trailing zero fields left out) as a datetime."""
-    year, month, day, hour, minute, second, nano = (list(arr) + [0, 0])[:7]
+    year, month, day, hour, minute, second, nano = ([*list(arr), 0, 0])[:7]
     return datetime(year, month, day, hour, minute, second, nano // 1000)
 
 
@@ -53,7 +54,7 @@ def test_time_retained_is_written_as_java_does_and_expire_tags_honours_it(wareho
     create_tag(t, "plain", snapshot_id=2)
     assert out["time_retained"] == "7 d" and out["time_retained_seconds"] == 604800.0
     doc = _tag_doc(warehouse, "weekly")
-    snapshot = json.load(open(os.path.join(table_dir(warehouse), "snapshot", "snapshot-1")))
+    snapshot = json.loads(Path(os.path.join(table_dir(warehouse), "snapshot", "snapshot-1")).read_text())
     assert {k: v for k, v in doc.items() if not k.startswith("tag")} == snapshot
     assert doc["tagTimeRetained"] == 604800.0  # a Duration in decimal seconds
     created = doc["tagCreateTime"]  # a LocalDateTime as Jackson's array

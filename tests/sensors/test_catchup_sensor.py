@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -258,7 +259,7 @@ def test_wait_for_job_start_also_waits_for_the_store_to_exist(setup, tmp_path):
     assert not (tmp_path / "not-yet").exists()  # looking never creates it
     with pytest.raises(AirflowFailException, match="does not exist"):
         sensor(tables, missing).poke({})
-    with pytest.raises(AirflowFailException, match="table db.nope does not exist"):
+    with pytest.raises(AirflowFailException, match=re.escape("table db.nope does not exist")):
         sensor(tables, missing, wait_for_job_start=True, table="db.nope").poke({})
 
 

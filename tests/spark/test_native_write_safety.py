@@ -40,7 +40,7 @@ def appended(spark, warehouse, probe):
 
 
 def test_job_failing_mid_write_leaves_no_file_and_no_snapshot(spark, warehouse, probe, appended):
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     df = spark.range(0, 2000, numPartitions=4).selectExpr("cast(id as int) as id", "cast(id % 3 as string) as p")
     failing = df.withColumn("id", F.when(F.col("id") == 1500, F.raise_error(F.lit("boom"))).otherwise(F.col("id")))
