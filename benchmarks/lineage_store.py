@@ -144,7 +144,7 @@ def load(engine: sa.Engine, source: sa.Table, sink: sa.Table, total: int, chunk:
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return statistics.median(ordered), p99
 
 
@@ -171,10 +171,7 @@ def bench_queries(backend: str, store: LineageStore, seed_engine: sa.Engine, tot
         def ours(p, s, direction=direction, depth=depth, table_of=table_of):
             return walk(store, direction, "db", table_of(p), s, depth=depth)
 
-        if depth == 1:
-            sql = sa.text(SEED_ONE_HOP[direction])
-        else:
-            sql = sa.text(seed_cte(direction))
+        sql = sa.text(SEED_ONE_HOP[direction]) if depth == 1 else sa.text(seed_cte(direction))
 
         def seed(p, s, sql=sql, depth=depth, table_of=table_of):
             with seed_engine.connect() as conn:

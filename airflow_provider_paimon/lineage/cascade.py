@@ -256,7 +256,7 @@ def _check_acyclic(edges: set[tuple[TableKey, TableKey]]) -> None:
                 state[path.pop()] = 2
                 stack.pop()
             elif state.get(d) == 1:
-                cycle = path[path.index(d):] + [d]
+                cycle = [*path[path.index(d):], d]
                 raise LineageCycleError(
                     "the affected tables read each other in a cycle ("
                     + " -> ".join(map(_name, cycle)) + "), so no correction order exists; plan "

@@ -81,7 +81,7 @@ _BRANCH_MARK = "$branch_"
 
 def _table_arg(text: str) -> tuple[str, str, str | None]:
     """``db.table`` or ``db.table$branch_NAME`` -> (database, table, branch)."""
-    name, branch = (text.split(_BRANCH_MARK, 1) + [None])[:2] if _BRANCH_MARK in text else (text, None)
+    name, branch = [*text.split(_BRANCH_MARK, 1), None][:2] if _BRANCH_MARK in text else (text, None)
     parts = name.split(".")
     if len(parts) != 2 or not all(parts):
         raise argparse.ArgumentTypeError(

@@ -218,7 +218,7 @@ def _id_order(value: int | str) -> tuple[int, int | str]:
     return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-class _OutOfTime(Exception):
+class _OutOfTime(Exception):  # noqa: N818 - a private signal to stop the walk, not an error
     """A statement ran into the walk's deadline (the backend cancelled it)."""
 
 

@@ -102,12 +102,16 @@ class LineageStore:
         database = check_database_name(database)
         policy = retry or RetryPolicy()
         masked = mask_url(parsed)
-        if not create and backend_of(parsed) == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            if not os.path.exists(os.path.expanduser(parsed.database)):  # don't create it by looking
-                raise LineageStoreMissingError(
-                    f"lineage store {masked!r} does not exist; create it with "
-                    "'paimon-lineage init' (or open it with create=True)"
-                )
+        if (
+            not create
+            and backend_of(parsed) == "sqlite"
+            and parsed.database not in (None, "", ":memory:")
+            and not os.path.exists(os.path.expanduser(parsed.database))  # don't create it by looking
+        ):
+            raise LineageStoreMissingError(
+                f"lineage store {masked!r} does not exist; create it with "
+                "'paimon-lineage init' (or open it with create=True)"
+            )
         try:
             engine = create_store_engine(parsed, database, engine_options, read_only=read_only)
         except (ModuleNotFoundError, exc.NoSuchModuleError) as err:

@@ -198,11 +198,11 @@ class PaimonLineagePlugin(AirflowPlugin):
     """The lineage and table history pages (FastAPI apps) and their entries in the Airflow UI's navigation."""
 
     name = "paimon_lineage"
-    fastapi_apps = [
+    fastapi_apps = [  # noqa: RUF012 - AirflowPlugin declares it a plain list attribute
         {"app": _build_app(), "url_prefix": URL_PREFIX, "name": "Paimon lineage"},
         history_app(_job_visibility_dependency()),  # the table history page (history_plugin.py)
     ]
-    external_views = [
+    external_views = [  # noqa: RUF012 - AirflowPlugin declares it a plain list attribute
         {
             "name": "Paimon lineage",
             "href": URL_PREFIX + "/",

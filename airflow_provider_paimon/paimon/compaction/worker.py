@@ -252,7 +252,7 @@ class CompactWorker:
                 log.info("paimon stream compaction of %s gave up: %s", table_name(table), err)
             result.error = str(err)
             return _done(result, started)
-        except BaseException as err:
+        except BaseException as err:  # noqa: BLE001 - logged and returned: the stream goes on
             _delete_attempt_files(table, bins, prefix, keep=set())
             if self.pending is not None:
                 self.pending.clear(record)

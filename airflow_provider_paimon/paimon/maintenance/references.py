@@ -45,7 +45,7 @@ class MissingMetadataError(FileNotFoundError):
     """A manifest list or manifest that a snapshot names is not there."""
 
 
-class TimeBoundExceeded(TimeoutError):
+class TimeBoundExceeded(TimeoutError):  # noqa: N818 - a public name
     """Working out what is still needed took longer than the caller allowed.
 
     Raised only while planning (before anything is deleted), so the caller can give up

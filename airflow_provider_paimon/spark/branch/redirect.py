@@ -33,6 +33,7 @@ and fails the job, before anything is committed, when they differ.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -201,14 +202,10 @@ def merge_redirects(conf: Mapping[str, Any], redirects: Mapping[str, str]) -> di
 def session_entries(spark: Any) -> dict[str, str]:
     """The session's redirect entries: SparkConf plus runtime conf (``spark.conf.set`` wins)."""
     conf: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(Exception):  # Spark Connect has no SparkContext; runtime conf below
         conf.update(dict(spark.sparkContext.getConf().getAll()))
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext; runtime conf below
-        pass
-    try:
+    with contextlib.suppress(Exception):  # older sessions: SparkConf is enough
         conf.update(spark.conf.getAll)
-    except Exception:  # noqa: BLE001 - older sessions: SparkConf is enough
-        pass
     return entries(conf)
 
 

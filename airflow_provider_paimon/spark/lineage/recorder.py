@@ -30,6 +30,7 @@ reuses it instead of taking a second one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -314,10 +315,8 @@ class LineageRecorder:
         # Drop the connection: the next attempt reconnects (the store may have moved).
         store, self._store = self._store, None
         if store is not None:
-            try:
+            with contextlib.suppress(Exception):
                 store.close()
-            except Exception:  # noqa: BLE001
-                pass
         self._next_attempt = time.monotonic() + self.retry_interval
         if self.config.on_store_failure == FAIL and self.failure is None:
             self.failure = LineageCaptureError(

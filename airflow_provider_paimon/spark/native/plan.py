@@ -357,9 +357,7 @@ def _exact_cast(source: DataType, target: DataType) -> bool:
         return True
     if isinstance(source, DecimalType) and isinstance(target, DecimalType):
         return target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale
-    if isinstance(source, TimestampNTZType) and isinstance(target, TimestampNTZType):
-        return True
-    return False
+    return isinstance(source, TimestampNTZType) and isinstance(target, TimestampNTZType)
 
 
 def _missing_in_file(table: Any, meta: Any, fmt: str, names: list[str | None]) -> list[str]:
