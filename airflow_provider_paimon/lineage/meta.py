@@ -151,6 +151,7 @@ def factories() -> dict[str, LineageMetaFactory]:
     # the same classes.
     from .meta_factories import JdbcLineageMetaFactory, MemoryLineageMetaFactory
 
+    factory: LineageMetaFactory
     for builtin in (JdbcLineageMetaFactory, MemoryLineageMetaFactory):
         factory = builtin()
         found[factory.identifier()] = factory

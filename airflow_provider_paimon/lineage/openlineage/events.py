@@ -197,9 +197,10 @@ class PaimonJobRun:
         self.job_name = job_name
         self.job_namespace = job_namespace or "default"
         self.streaming = streaming
-        self.run_id = _valid_uuid(run_id) if run_id else str(generate_new_uuid())
-        if self.run_id is None:
+        valid = _valid_uuid(run_id) if run_id else str(generate_new_uuid())
+        if valid is None:
             raise ValueError(f"run_id must be a UUID, not {run_id!r}")
+        self.run_id: str = valid
         self.parent = parent_run_facet(parent_conf)
         self.run_facet = PaimonRunFacet.from_properties(run_properties)
         self.engine_version = engine_version
