@@ -291,7 +291,7 @@ class PaimonOpenLineageMixin:
         known = {getattr(o, "uri", None) for o in outlets}
         added = [asset for asset in assets if asset.uri not in known]
         if added:
-            self.outlets = [*outlets, *added]  # type: ignore[attr-defined]
+            self.outlets = [*outlets, *added]
         return added
 
     def pre_execute(self, context: Any) -> None:

@@ -40,7 +40,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import MAIN_BRANCH, parse_table_name, validate_branch_name
@@ -272,7 +272,7 @@ def register_data_source(spark: Any) -> None:
     properties = commit_properties(spark_app_id=spark_app_id(spark))
     cls = PaimonDataSource
     if raw or lineage or properties:
-        cls = type(
+        cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
             "PaimonDataSource",
             (PaimonDataSource,),
             {
@@ -281,7 +281,7 @@ def register_data_source(spark: Any) -> None:
                 "commit_properties": properties,
                 "__module__": PaimonDataSource.__module__,
             },
-        )
+        ))
     spark.dataSource.register(cls)
     _log_published(spark, raw)
 

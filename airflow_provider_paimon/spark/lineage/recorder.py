@@ -282,11 +282,12 @@ class LineageRecorder:
                 if want_tables and key not in self._tables_done:
                     tables.append((kind, TableLineage(record.job, t.database, t.table, t.branch)))
                     new_keys.append(key)
+        barrier = record.barrier_id  # set above whenever data lineage is wanted
         data = {
             kind: [
-                DataLineage(record.job, t.database, t.table, record.barrier_id, t.snapshot_id, t.branch)
+                DataLineage(record.job, t.database, t.table, barrier, t.snapshot_id, t.branch)
                 for t in items
-                if t.snapshot_id is not None and want_data
+                if t.snapshot_id is not None and barrier is not None and want_data
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }

@@ -81,7 +81,11 @@ class NativeGroup:
     def file_schema(self) -> StructType:
         """The schema Spark reads the files with: the files' own names and types."""
         return StructType(
-            [StructField(f.file_name, f.file_type, True) for f in self.fields if f.file_name is not None]
+            [
+                StructField(f.file_name, f.file_type, True)
+                for f in self.fields
+                if f.file_name is not None and f.file_type is not None  # both None: added later
+            ]
         )
 
 

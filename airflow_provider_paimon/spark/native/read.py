@@ -79,7 +79,7 @@ def read_table(
     df = dataframe_for(spark, plan)
     if plan.compiled_filter is not None:
         df = df.where(plan.compiled_filter.column())
-    df.native_plan = plan  # type: ignore[attr-defined] - a plain attribute for explain/tests
+    df.native_plan = plan  # type: ignore[attr-defined]  # a plain attribute for explain/tests
     return df
 
 
