@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from . import cascade, queries
 from .errors import (
@@ -49,7 +49,7 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises ``UsageError`` with a message that cannot leak a secret."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(_safe_usage_message(message), self.format_usage())
 
 

@@ -98,7 +98,7 @@ class _MaintenanceOperator(PaimonSparkJobOperator):
 
     def _branch_args(self) -> list[str]:
         branch = optional_str(getattr(self, "branch", None))
-        return [] if is_main(branch) else ["--branch", branch]  # type: ignore[list-item]
+        return [] if branch is None or is_main(branch) else ["--branch", branch]
 
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, optional_str(getattr(self, "branch", None)))]
@@ -336,10 +336,10 @@ class RollbackOperator(_MaintenanceOperator):
         if tag is not None:
             validate_tag_name(tag)
             self.require_tag(hook, tag, branch)
-        else:
-            if snapshot_id < 1:  # type: ignore[operator]
+        elif snapshot_id is not None:  # exactly one of the two (_target)
+            if snapshot_id < 1:
                 self.fail(f"snapshot_id must be a positive integer, got {snapshot_id}")
-            self.require_snapshot(hook, snapshot_id, branch)  # type: ignore[arg-type]
+            self.require_snapshot(hook, snapshot_id, branch)
         return None
 
     def summary(self, result: Mapping[str, Any]) -> str:

@@ -190,7 +190,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
                 added[LINEAGE_DATABASE] = database
         try:
             # rendered by now: a dict, or a string redirect_conf refuses with a clear message
-            redirects = redirect_conf(self.branch_redirects)  # type: ignore[arg-type]
+            redirects = redirect_conf(self.branch_redirects)  # type: ignore[arg-type]  # rendered: see above
             conf = merge_redirects({**added, **self.conf}, redirects)
         except InvalidArgumentError as err:
             raise AirflowFailException(f"{err}; nothing was submitted") from None

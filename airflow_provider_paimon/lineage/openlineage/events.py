@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from openlineage.client.event_v2 import (
     InputDataset,
@@ -145,7 +145,7 @@ class PaimonTableRef:
     # Kept out of repr: they may hold a token.
     catalog_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
-    def dataset(self, kind: str) -> InputDataset | OutputDataset:
+    def dataset(self, kind: Literal["input", "output"]) -> InputDataset | OutputDataset:
         return paimon_dataset(
             self.warehouse,
             self.database,
@@ -155,7 +155,7 @@ class PaimonTableRef:
             schema_fields=self.schema_fields,
             table_path=self.table_path,
             stats=self.stats,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             catalog_options=self.catalog_options,
         )
 
@@ -323,7 +323,7 @@ class PaimonJobRun:
         return self.event(RunState.ABORT, inputs=inputs, outputs=outputs)
 
 
-def _as_dataset(item: Any, kind: str) -> Any:
+def _as_dataset(item: Any, kind: Literal["input", "output"]) -> Any:
     if isinstance(item, PaimonTableRef):
         return item.dataset(kind)
     expected = InputDataset if kind == "input" else OutputDataset
