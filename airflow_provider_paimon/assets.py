@@ -123,8 +123,8 @@ def asset_uri(
     ``metastore=rest`` and the server's ``uri``).
     """
     database, name = parse_table_name(table)
-    if not is_main(branch):
-        validate_branch_name(branch)  # type: ignore[arg-type]
+    if branch is not None and not is_main(branch):
+        validate_branch_name(branch)
     namespace = urlsplit(warehouse_namespace(warehouse, catalog_options))
     fs = namespace.scheme
     path = namespace.path if namespace.path not in ("", "/") else ""

@@ -29,12 +29,12 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pypaimon import Schema  # noqa: E402
+from pypaimon import Schema
 
-from airflow_provider_paimon.paimon import branch as branch_ops  # noqa: E402
-from airflow_provider_paimon.paimon import tag as tag_ops  # noqa: E402
-from airflow_provider_paimon.paimon.catalog import load_table, open_catalog  # noqa: E402
-from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot_id  # noqa: E402
+from airflow_provider_paimon.paimon import branch as branch_ops
+from airflow_provider_paimon.paimon import tag as tag_ops
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot_id
 
 SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.string())])
 ROW_BYTES = 1024

@@ -41,12 +41,12 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pypaimon import Schema  # noqa: E402
+from pypaimon import Schema
 
-from airflow_provider_paimon.paimon.catalog import load_table, open_catalog  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.options import CompactionOptions  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.runner import compact  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries  # noqa: E402
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
+from airflow_provider_paimon.paimon.compaction.runner import compact
+from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
 
 MB = 1024 * 1024
 BIG_BATCH = 65536  # read.batch-size for the second read measurement (default 1024)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -91,10 +92,8 @@ class LatencyProxy:
             except (ConnectionError, asyncio.CancelledError):
                 pass
             finally:
-                try:
+                with contextlib.suppress(Exception):  # already closed
                     writer.close()
-                except Exception:  # noqa: BLE001, S110 - already closed
-                    pass
 
         await asyncio.gather(pipe(client_reader, up_writer, True), pipe(up_reader, client_writer, False))
 

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pypaimon import CatalogFactory, Schema  # noqa: E402
+from pypaimon import CatalogFactory, Schema
 
 SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.string())])
 
@@ -73,7 +73,7 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.count += 1
                 self.send_response(201)

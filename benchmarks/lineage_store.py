@@ -32,11 +32,11 @@ from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import sqlalchemy as sa  # noqa: E402
+import sqlalchemy as sa
 
-from airflow_provider_paimon.lineage import DataLineage, LineageStore  # noqa: E402
-from airflow_provider_paimon.lineage import schema as lineage_schema  # noqa: E402
-from airflow_provider_paimon.lineage.queries import walk  # noqa: E402
+from airflow_provider_paimon.lineage import DataLineage, LineageStore
+from airflow_provider_paimon.lineage import schema as lineage_schema
+from airflow_provider_paimon.lineage.queries import walk
 
 PIPELINES = 20
 JOBS_PER_PIPELINE = 5
@@ -144,7 +144,7 @@ def load(engine: sa.Engine, source: sa.Table, sink: sa.Table, total: int, chunk:
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return statistics.median(ordered), p99
 
 
@@ -171,10 +171,7 @@ def bench_queries(backend: str, store: LineageStore, seed_engine: sa.Engine, tot
         def ours(p, s, direction=direction, depth=depth, table_of=table_of):
             return walk(store, direction, "db", table_of(p), s, depth=depth)
 
-        if depth == 1:
-            sql = sa.text(SEED_ONE_HOP[direction])
-        else:
-            sql = sa.text(seed_cte(direction))
+        sql = sa.text(SEED_ONE_HOP[direction]) if depth == 1 else sa.text(seed_cte(direction))
 
         def seed(p, s, sql=sql, depth=depth, table_of=table_of):
             with seed_engine.connect() as conn:

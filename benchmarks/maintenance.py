@@ -35,10 +35,10 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from airflow_provider_paimon.paimon.catalog import load_table, open_catalog  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.options import CompactionOptions  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.runner import compact  # noqa: E402
-from airflow_provider_paimon.paimon.maintenance import expire_snapshots, remove_orphan_files  # noqa: E402
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
+from airflow_provider_paimon.paimon.compaction.runner import compact
+from airflow_provider_paimon.paimon.maintenance import expire_snapshots, remove_orphan_files
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

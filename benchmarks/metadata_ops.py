@@ -26,8 +26,8 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from airflow_provider_paimon.hooks.local_job import LAUNCHER_MODULE  # noqa: E402
-from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path  # noqa: E402
+from airflow_provider_paimon.hooks.local_job import LAUNCHER_MODULE
+from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
 
 
 def make_table(warehouse: str) -> None:

@@ -28,16 +28,16 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from pyspark.sql.datasource import (  # noqa: E402
+from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
     InputPartition,
     WriterCommitMessage,
 )
-from spark_io import cached_input, full_scan, ratios, workload_parser  # noqa: E402
+from spark_io import cached_input, full_scan, ratios, workload_parser
 
-from airflow_provider_paimon.spark.session import local_session  # noqa: E402
+from airflow_provider_paimon.spark.session import local_session
 
 # Decoded batches per input partition, kept in the (reused) Python worker.
 _DECODED: dict[tuple[str, ...], list[Any]] = {}

@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from airflow_provider_paimon.spark.session import local_session  # noqa: E402
+from airflow_provider_paimon.spark.session import local_session
 
 
 def make_df(spark, rows: int, partitions: int):

@@ -28,6 +28,7 @@ cost 4 mb).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -44,7 +45,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1)))))
+    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
     return ordered[k]
 
 
@@ -96,10 +97,8 @@ def run(spark: Any, warehouse: str, table: str, minutes: float, rows: int, sampl
             time.sleep(sample_s)
             if query.exception() is not None:
                 raise query.exception()
-            try:
+            with contextlib.suppress(Exception):  # the table may not exist before batch 0
                 samples.append((time.monotonic() - started, live_file_count(warehouse, table)))
-            except Exception:  # noqa: BLE001 - the table may not exist before batch 0
-                pass
     finally:
         query.stop()
     progress = list(query.recentProgress)

@@ -39,9 +39,9 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from airflow_provider_paimon.paimon.catalog import load_table, open_catalog  # noqa: E402
-from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit  # noqa: E402
-from airflow_provider_paimon.paimon.maintenance.references import SHARED_MANIFESTS  # noqa: E402
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
+from airflow_provider_paimon.paimon.maintenance.references import SHARED_MANIFESTS
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

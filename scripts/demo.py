@@ -165,10 +165,11 @@ def create_tables() -> None:
 
 
 def migrate_airflow_db() -> None:
-    subprocess.run(
-        [str(VENV_BIN / "airflow"), "db", "migrate"],
-        check=True, stdout=open(LOG, "a"), stderr=subprocess.STDOUT, env=dict(os.environ), timeout=600,
-    )
+    with open(LOG, "a") as log:
+        subprocess.run(
+            [str(VENV_BIN / "airflow"), "db", "migrate"],
+            check=True, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), timeout=600,
+        )
 
 
 def run_dag(module_name: str, conf: dict[str, Any] | None = None) -> dict[str, str]:

@@ -26,6 +26,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/ruff check airflow_provider_paimon tests dags benchmarks scripts
+.venv/bin/mypy airflow_provider_paimon
 # Two workers taking whole files (module fixtures stay per file): about half the suite
 # waits on other processes (spark-submit, Airflow components, SIGKILL-and-restart
 # streams), so the two cores overlap it. PAIMON_TEST_WORKERS=0 runs in one process.

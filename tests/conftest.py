@@ -67,7 +67,7 @@ def spark():
     session.stop()
 
 
-@pytest.fixture()
+@pytest.fixture
 def warehouse(tmp_path):
     """A fresh file warehouse (a local path) for one test."""
     path = tmp_path / "warehouse"
@@ -105,7 +105,7 @@ def postgres_server_url() -> str:
     return POSTGRES_ROOT_URL
 
 
-@pytest.fixture()
+@pytest.fixture
 def unique_name() -> str:
     """A short unique name for databases/schemas a test creates on a shared server."""
     return "t_" + uuid.uuid4().hex[:10]
@@ -128,7 +128,7 @@ def s3_server():
 
     try:
         server = start_loopback_s3()
-    except Exception as err:  # moto missing or not starting: a CI failure, a local skip
+    except Exception as err:  # noqa: BLE001 - moto missing or not starting: a CI failure, a local skip
         _unavailable("the loopback S3 server (moto[server])", err)
     yield server
     server.stop()
@@ -145,7 +145,7 @@ def s3_warehouse(s3_server):
 
 
 @pytest.fixture(autouse=True)
-def _package_loggers_enabled():
+def _package_loggers_enabled() -> None:
     """Tests that start Airflow in this process run its logging setup (dictConfig), which
     disables loggers that already exist; tests assert on our own log lines, so the
     package's loggers are switched back on before each test."""
@@ -154,7 +154,6 @@ def _package_loggers_enabled():
     for name, logger in list(logging.root.manager.loggerDict.items()):
         if name.startswith("airflow_provider_paimon") and isinstance(logger, logging.Logger):
             logger.disabled = False
-    yield
 
 
 # The suite runs on two pytest-xdist workers that take whole files (scripts/test.sh:

@@ -245,10 +245,10 @@ class LineageReceiver:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:  # http.server API
                 receiver._handle(self)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._reply(404 if self.path != "/healthcheck" else 200)
 
             def _reply(self, status: int, body: bytes = b"") -> None:
@@ -260,7 +260,7 @@ class LineageReceiver:
                 if body:
                     self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean; requests are recorded instead
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -149,10 +149,8 @@ def airflow_processes(home: Path, env: dict[str, str], api_port: int, names: lis
 
 @contextmanager
 def _gone():
-    try:
+    with suppress(ProcessLookupError):
         yield
-    except ProcessLookupError:
-        pass
 
 
 class Api:

@@ -39,6 +39,6 @@ def test_the_guard_fails_an_unmarked_test_that_starts_spark(monkeypatch):
     with pytest.MonkeyPatch.context() as patch:
         guard = _marker_guard.__wrapped__(request, patch)
         next(guard)
-        with pytest.raises(AssertionError, match="t::unmarked starts Spark .* add pytest.mark.spark"):
+        with pytest.raises(AssertionError, match=r"t::unmarked starts Spark .* add pytest.mark.spark"):
             subprocess.Popen(["java", "-version"])
         assert subprocess.run(["true"]).returncode == 0  # anything else still runs

@@ -31,6 +31,7 @@ the command line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -197,12 +198,12 @@ class PaimonHook(BaseHook):
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         """Field behaviour of the connection form (same content as the provider info)."""
-        from airflow_provider_paimon.get_provider_info import PAIMON_UI_FIELD_BEHAVIOUR as ui
+        from airflow_provider_paimon.get_provider_info import PAIMON_UI_FIELD_BEHAVIOUR as UI
 
         return {
-            "hidden_fields": list(ui["hidden-fields"]),
-            "relabeling": dict(ui["relabeling"]),
-            "placeholders": dict(ui["placeholders"]),
+            "hidden_fields": list(UI["hidden-fields"]),
+            "relabeling": dict(UI["relabeling"]),
+            "placeholders": dict(UI["placeholders"]),
         }
 
     @classmethod
@@ -342,10 +343,8 @@ class PaimonHook(BaseHook):
             databases = self.list_databases()
         except Exception as err:  # noqa: BLE001 - reported to the UI, not raised
             secrets = secret_values(self._options_override)
-            try:
+            with contextlib.suppress(Exception):  # the config itself failed: nothing to add
                 secrets += secret_values(self.catalog_config.options)
-            except Exception:  # noqa: BLE001, S110 - the config itself failed: nothing to add
-                pass
             return False, scrub(f"cannot open the Paimon catalog: {type(err).__name__}: {err}", secrets)
         return True, f"opened warehouse {self.warehouse} ({len(databases)} databases)"
 

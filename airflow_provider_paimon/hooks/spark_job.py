@@ -118,7 +118,7 @@ def spark_defaults_file(environ: Mapping[str, str], spark_binary: str) -> Path |
             candidates.append(Path(os.path.realpath(found)).parent.parent / "conf")
         spec = importlib.util.find_spec("pyspark")  # pip's spark-submit: SPARK_HOME = pyspark/
         if spec is not None and spec.submodule_search_locations:
-            candidates.append(Path(list(spec.submodule_search_locations)[0]) / "conf")
+            candidates.append(Path(next(iter(spec.submodule_search_locations))) / "conf")
     for conf_dir in candidates:
         path = conf_dir / "spark-defaults.conf"
         if path.is_file():

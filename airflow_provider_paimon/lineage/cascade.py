@@ -242,8 +242,8 @@ def _derive(root: TableKey, snapshot_id: int, out: dict[TableKey, dict[TableKey,
 def _check_acyclic(edges: set[tuple[TableKey, TableKey]]) -> None:
     """Raise ``LineageCycleError`` naming one cycle, if the edges have any."""
     succ: dict[TableKey, list[TableKey]] = {}
-    for u, d in sorted(edges):
-        succ.setdefault(u, []).append(d)
+    for up, down in sorted(edges):
+        succ.setdefault(up, []).append(down)
     state: dict[TableKey, int] = {}  # 1: on the current path, 2: done
     for start in sorted(succ):
         if start in state:
@@ -256,7 +256,7 @@ def _check_acyclic(edges: set[tuple[TableKey, TableKey]]) -> None:
                 state[path.pop()] = 2
                 stack.pop()
             elif state.get(d) == 1:
-                cycle = path[path.index(d):] + [d]
+                cycle = [*path[path.index(d):], d]
                 raise LineageCycleError(
                     "the affected tables read each other in a cycle ("
                     + " -> ".join(map(_name, cycle)) + "), so no correction order exists; plan "
@@ -302,14 +302,14 @@ def _bad_snapshots(store: LineageStore, key: TableKey, first_bad: int, limit: in
 def _check_known(store: LineageStore, root: SnapshotRef, filtered: JobFilter | None) -> None:
     """Refuse to plan from a table or snapshot the store knows nothing of (a typo, most likely)."""
     visible = filtered or (lambda _job: True)
-    where = {"database": root.database, "table": root.table}
+    db, tbl = root.database, root.table
     limit = 1 if filtered is None else queries.MAX_ROWS  # hidden jobs' rows do not count
     for rows in (store.sink_data_lineages, store.source_data_lineages):
-        if any(visible(r.job) for r in rows(**where, branch=root.branch, snapshot_id=root.snapshot_id,
-                                             limit=limit)):
+        if any(visible(r.job) for r in rows(database=db, table=tbl, branch=root.branch,
+                                             snapshot_id=root.snapshot_id, limit=limit)):
             return
     known = any(visible(e.job) for lister in (store.sink_table_lineages, store.source_table_lineages)
-                for e in lister(**where, limit=limit))
+                for e in lister(database=db, table=tbl, limit=limit))
     table = _name((root.database, root.table, root.branch))
     if not known:
         raise UnknownLineageSnapshotError(

@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from . import cascade, queries
 from .errors import (
@@ -49,7 +49,7 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises ``UsageError`` with a message that cannot leak a secret."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(_safe_usage_message(message), self.format_usage())
 
 
@@ -81,7 +81,8 @@ _BRANCH_MARK = "$branch_"
 
 def _table_arg(text: str) -> tuple[str, str, str | None]:
     """``db.table`` or ``db.table$branch_NAME`` -> (database, table, branch)."""
-    name, branch = (text.split(_BRANCH_MARK, 1) + [None])[:2] if _BRANCH_MARK in text else (text, None)
+    name, mark, rest = text.partition(_BRANCH_MARK)
+    branch = rest if mark else None
     parts = name.split(".")
     if len(parts) != 2 or not all(parts):
         raise argparse.ArgumentTypeError(
@@ -196,7 +197,7 @@ def _run(args: argparse.Namespace, out: Any) -> int:
         if cmd in ("jobs", "tables", "graph"):
             graph = queries.table_graph(store, job=getattr(args, "job", None))
             if cmd == "graph":
-                rows = [(e.job, e.kind, e.database, e.table, e.branch) for e in graph.edges]
+                rows: list[tuple[Any, ...]] = [(e.job, e.kind, e.database, e.table, e.branch) for e in graph.edges]
                 return _emit(as_json, graph.edges, ("job", "kind", "database", "table", "branch"), rows, out)
             if cmd == "jobs":
                 data = [{"job": j,

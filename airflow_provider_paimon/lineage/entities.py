@@ -42,11 +42,11 @@ def check_branch(value: object) -> str:
     """``main`` or a valid Paimon branch name; ``None``/empty means ``main``."""
     if value is None or value == "":
         return MAIN_BRANCH
-    check_name("branch", value)
-    if value == MAIN_BRANCH:
-        return value
+    name = check_name("branch", value)
+    if name == MAIN_BRANCH:
+        return name
     try:
-        return validate_branch_name(value)  # type: ignore[arg-type]
+        return validate_branch_name(name)
     except InvalidNameError as err:
         raise InvalidLineageArgumentError(str(err)) from None
 

@@ -119,9 +119,9 @@ def unregister_factory(identifier: str) -> None:
 
 
 def _checked(factory: Any, source: str) -> LineageMetaFactory:
-    if isinstance(factory, type):
-        factory = factory()
-    elif callable(factory) and not isinstance(factory, LineageMetaFactory):
+    if isinstance(factory, type) or (
+        callable(factory) and not isinstance(factory, LineageMetaFactory)
+    ):
         factory = factory()
     if not isinstance(factory, LineageMetaFactory):
         raise LineageError(
@@ -151,6 +151,7 @@ def factories() -> dict[str, LineageMetaFactory]:
     # the same classes.
     from .meta_factories import JdbcLineageMetaFactory, MemoryLineageMetaFactory
 
+    factory: LineageMetaFactory
     for builtin in (JdbcLineageMetaFactory, MemoryLineageMetaFactory):
         factory = builtin()
         found[factory.identifier()] = factory

@@ -143,8 +143,10 @@ class MemoryLineageMeta:
 
     def clear(self) -> None:
         with self._lock:
-            for rows in (*self._tables.values(), *self._data.values()):
-                rows.clear()
+            for tables in self._tables.values():
+                tables.clear()
+            for data in self._data.values():
+                data.clear()
             self.catalog_options.clear()
 
     def close(self) -> None:

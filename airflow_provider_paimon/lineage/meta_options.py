@@ -50,7 +50,7 @@ LINEAGE_META = "lineage-meta"
 JDBC_URL = "jdbc.url"
 JDBC_DRIVER = "jdbc.driver"
 JDBC_USERNAME = "jdbc.username"
-JDBC_PASSWORD = "jdbc.password"  # noqa: S105 - the option's name, not a password
+JDBC_PASSWORD = "jdbc.password"  # the option's name, not a password
 JDBC_DATABASE = "jdbc.database"
 #: The proposal's lineage options, in the order the docs list them.
 SEED_KEYS = (

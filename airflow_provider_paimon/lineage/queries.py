@@ -83,7 +83,8 @@ class LineageNode:
 
     @property
     def ref(self) -> SnapshotRef:
-        return SnapshotRef(self.database, self.table, self.snapshot_id, self.branch)
+        # a text id (see above) fails here with SnapshotRef's own message
+        return SnapshotRef(self.database, self.table, check_id("snapshot_id", self.snapshot_id, 1), self.branch)
 
 
 @dataclass(frozen=True)
@@ -218,12 +219,14 @@ def _id_order(value: int | str) -> tuple[int, int | str]:
     return (0, value) if isinstance(value, int) else (1, str(value))
 
 
-class _OutOfTime(Exception):
+class _OutOfTime(Exception):  # noqa: N818 - a private signal to stop the walk, not an error
     """A statement ran into the walk's deadline (the backend cancelled it)."""
 
 
 def _is_timeout(err: sa.exc.DBAPIError) -> bool:
     orig = err.orig
+    if orig is None:
+        return False
     module = type(orig).__module__
     if module.startswith("sqlite3"):
         return "interrupted" in str(orig).lower()
@@ -245,11 +248,11 @@ def _fetch(conn: sa.Connection, stmt: sa.Select, params: dict, deadline: float) 
     if remaining <= 0:
         raise _OutOfTime
     backend = conn.dialect.name
-    raw = conn.connection.driver_connection
+    sqlite = conn.connection.driver_connection if backend == "sqlite" else None
     reset: str | None = None
     try:
-        if backend == "sqlite":
-            raw.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+        if sqlite is not None:
+            sqlite.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
         elif backend == "postgresql":
             with conn.begin_nested():
                 conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, int(remaining * 1000))}")
@@ -267,8 +270,8 @@ def _fetch(conn: sa.Connection, stmt: sa.Select, params: dict, deadline: float) 
             raise _OutOfTime from None
         raise
     finally:
-        if backend == "sqlite":
-            raw.set_progress_handler(None, 0)
+        if sqlite is not None:
+            sqlite.set_progress_handler(None, 0)
         elif reset:
             conn.exec_driver_sql(reset)
 
@@ -511,7 +514,9 @@ def table_graph(
         raise InvalidLineageArgumentError(f"max_jobs must be an integer from 1 to {MAX_ROWS}, got {max_jobs!r}")
     budget = budget or Budget()
     began = time.monotonic()
-    sides = (("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage))
+    sides: tuple[tuple[Literal["source", "sink"], sa.Table], ...] = (
+        ("source", schema.source_job_lineage), ("sink", schema.sink_job_lineage)
+    )
 
     def first_jobs(conn: sa.Connection) -> tuple[list[str] | None, bool]:
         if max_jobs is None:

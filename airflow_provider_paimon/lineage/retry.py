@@ -53,6 +53,8 @@ def is_transient(err: BaseException) -> bool:
     if err.connection_invalidated:
         return True
     orig = err.orig
+    if orig is None:
+        return False
     module = type(orig).__module__
     if module.startswith("pymysql"):
         code = orig.args[0] if getattr(orig, "args", None) else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -45,7 +46,7 @@ SNAPSHOT_TABLES = (SOURCE_SNAPSHOT, SINK_SNAPSHOT)
 
 
 def _job_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
-    cols = [
+    cols: list[sa.Column[Any]] = [
         sa.Column("job", NAME, primary_key=True),
         sa.Column("database", NAME, primary_key=True),
         sa.Column("table", NAME, primary_key=True),
@@ -57,7 +58,7 @@ def _job_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
 
 
 def _snapshot_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
-    cols = [
+    cols: list[sa.Column[Any]] = [
         sa.Column("job", NAME, primary_key=True),
         sa.Column("barrier_id", ID, primary_key=True, autoincrement=False),
         sa.Column("database", NAME, primary_key=True),
@@ -146,9 +147,10 @@ def _v2_branch_and_indexes(conn: sa.Connection) -> None:
             conn.exec_driver_sql(
                 f"ALTER TABLE {quote(name)} ADD COLUMN branch VARCHAR(255) NOT NULL DEFAULT 'main'"
             )
-    for index in (ix for t in metadata.tables.values() for ix in t.indexes):
-        if index.name not in {i["name"] for i in inspector.get_indexes(index.table.name)}:
-            index.create(conn)
+    for table in metadata.tables.values():
+        for index in table.indexes:
+            if index.name not in {i["name"] for i in inspector.get_indexes(table.name)}:
+                index.create(conn)
 
 
 def _v3_barrier_sequence(conn: sa.Connection) -> None:

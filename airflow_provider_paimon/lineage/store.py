@@ -102,12 +102,16 @@ class LineageStore:
         database = check_database_name(database)
         policy = retry or RetryPolicy()
         masked = mask_url(parsed)
-        if not create and backend_of(parsed) == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            if not os.path.exists(os.path.expanduser(parsed.database)):  # don't create it by looking
-                raise LineageStoreMissingError(
-                    f"lineage store {masked!r} does not exist; create it with "
-                    "'paimon-lineage init' (or open it with create=True)"
-                )
+        if (
+            not create
+            and backend_of(parsed) == "sqlite"
+            and parsed.database not in (None, "", ":memory:")
+            and not os.path.exists(os.path.expanduser(parsed.database))  # don't create it by looking
+        ):
+            raise LineageStoreMissingError(
+                f"lineage store {masked!r} does not exist; create it with "
+                "'paimon-lineage init' (or open it with create=True)"
+            )
         try:
             engine = create_store_engine(parsed, database, engine_options, read_only=read_only)
         except (ModuleNotFoundError, exc.NoSuchModuleError) as err:
@@ -184,14 +188,15 @@ class LineageStore:
         if cached is not None:
             return cached
         keys = [c.name for c in table.primary_key.columns]
+        stmt: sa.Insert
         if self.backend == "mysql":
-            stmt = mysql_dialect.insert(table)
-            stmt = stmt.on_duplicate_key_update({c: stmt.inserted[c] for c in update})
+            mysql_insert = mysql_dialect.insert(table)
+            stmt = mysql_insert.on_duplicate_key_update({c: mysql_insert.inserted[c] for c in update})
         else:
             insert = pg_dialect.insert if self.backend == "postgresql" else sqlite_dialect.insert
-            stmt = insert(table)
-            stmt = stmt.on_conflict_do_update(
-                index_elements=keys, set_={c: stmt.excluded[c] for c in update}
+            pending = insert(table)
+            stmt = pending.on_conflict_do_update(
+                index_elements=keys, set_={c: pending.excluded[c] for c in update}
             )
         self._statements[(table.name, update)] = stmt
         return stmt
@@ -302,14 +307,16 @@ class LineageStore:
         if not isinstance(values, Mapping):
             raise InvalidLineageArgumentError("options must be a mapping of str to str")
         rows = []
+        stored: list[str] = []
         for key, value in values.items():
             check_name("option key", key)
             if is_secret(key, value):
                 log.info("option %r looks secret and is not stored in the lineage store", key)
                 continue
             rows.append({"key": key, "value": None if value is None else str(value)})
+            stored.append(key)
         self.run("store options", lambda c: self._upsert(c, schema.options, rows, ("value",)), write=True)
-        return sorted(r["key"] for r in rows)
+        return sorted(stored)
 
     def options(self) -> dict[str, str | None]:
         """The stored catalog options."""
@@ -442,11 +449,14 @@ def _guard(url: URL, what: str, fn: Callable[[], T]) -> T:
 
 def _is_connect_failure(err: exc.DBAPIError) -> bool:
     orig = err.orig
+    if orig is None:
+        return False
     module = type(orig).__module__
     if module.startswith("pymysql"):
         return bool(orig.args) and orig.args[0] in (1045, 2003, 2005, 2006, 2013)
     if module.startswith("psycopg"):
-        return getattr(orig, "pgcode", None) is None or str(orig.pgcode).startswith(("08", "28"))
+        pgcode = getattr(orig, "pgcode", None)
+        return pgcode is None or str(pgcode).startswith(("08", "28"))
     if module.startswith("sqlite3"):
         return "unable to open" in str(orig).lower()
     return False

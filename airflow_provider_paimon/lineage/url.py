@@ -68,7 +68,7 @@ def secrets_of(url: str | URL) -> list[str]:
     else:
         try:
             parsed = make_url(str(url))
-        except Exception:  # noqa: BLE001, S110 - unparsable: the text's secrets are all we have
+        except Exception:  # noqa: BLE001 - unparsable: the text's secrets are all we have
             pass
         else:
             if parsed.password:
@@ -136,7 +136,7 @@ def check_connect_arguments(url: URL) -> None:
     """
     try:
         dialect_cls = url.get_dialect()
-    except Exception:  # noqa: BLE001, S110 - unknown driver: reported when the engine is made
+    except Exception:  # noqa: BLE001 - unknown driver: reported when the engine is made
         return
     try:
         dialect_cls().create_connect_args(url)

@@ -259,7 +259,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
     # -- helpers for subclasses' checks --
 
     def require_branch(self, hook: PaimonHook, branch: str | None) -> None:
-        if not is_main(branch) and not hook.branch_exists(self.table, branch):  # type: ignore[arg-type]
+        if branch is not None and not is_main(branch) and not hook.branch_exists(self.table, branch):
             known = ", ".join(hook.list_branches(self.table)) or "none"
             self.fail(f"branch {branch!r} does not exist on {self.table} (branches: {known})")
 

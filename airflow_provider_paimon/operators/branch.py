@@ -250,11 +250,11 @@ class ReplaceMainBranchOperator(_LinksLineage):
     def job_args(self) -> list[str]:
         args = super().job_args()
         if not self.backup:
-            return args + ["--no-backup"]
+            return [*args, "--no-backup"]
         name = optional_str(self.backup_name)
         if name is not None:
             args += ["--backup-name", name]
-        return args + ["--backup-kind", self.backup_kind]
+        return [*args, "--backup-kind", self.backup_kind]
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         super().check_before_submit(hook)

@@ -174,8 +174,8 @@ class CompactionOperator(PaimonSparkJobOperator):
     def job_args(self) -> list[str]:
         args: list[str] = []
         branch = optional_str(self.branch)
-        if not is_main(branch):
-            args += ["--branch", branch]  # type: ignore[list-item]
+        if branch is not None and not is_main(branch):
+            args += ["--branch", branch]
         for spec in as_partition_list(self.partitions):
             args += ["--partition", partition_arg(spec)]
         where = optional_str(self.where)

@@ -98,7 +98,7 @@ class _MaintenanceOperator(PaimonSparkJobOperator):
 
     def _branch_args(self) -> list[str]:
         branch = optional_str(getattr(self, "branch", None))
-        return [] if is_main(branch) else ["--branch", branch]  # type: ignore[list-item]
+        return [] if branch is None or is_main(branch) else ["--branch", branch]
 
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, optional_str(getattr(self, "branch", None)))]
@@ -153,7 +153,7 @@ class ExpireSnapshotsOperator(_MaintenanceOperator):
         self.retain_min = check_at_parse(retain_min, lambda v: _count_arg(v, "retain_min"))
         self.older_than = check_at_parse(older_than, age_arg)
         self.max_deletes = check_at_parse(max_deletes, lambda v: _count_arg(v, "max_deletes"))
-        self.dry_run = check_at_parse(dry_run, as_bool)  # type: ignore[method-assign,assignment]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
+        self.dry_run = check_at_parse(dry_run, as_bool)  # type: ignore[method-assign]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
         rmin, rmax = (None if is_template(v) else _count_arg(v, n) for v, n in
                       ((retain_min, "retain_min"), (retain_max, "retain_max")))
         if rmin is not None and rmax is not None and rmin > rmax:
@@ -228,7 +228,7 @@ class RemoveOrphanFilesOperator(_MaintenanceOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.older_than = check_at_parse(older_than, age_arg)
-        self.dry_run = check_at_parse(dry_run, as_bool)  # type: ignore[method-assign,assignment]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
+        self.dry_run = check_at_parse(dry_run, as_bool)  # type: ignore[method-assign]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
         if not is_template(older_than) and not is_template(dry_run):
             self._check_age()
 
@@ -336,10 +336,10 @@ class RollbackOperator(_MaintenanceOperator):
         if tag is not None:
             validate_tag_name(tag)
             self.require_tag(hook, tag, branch)
-        else:
-            if snapshot_id < 1:  # type: ignore[operator]
+        elif snapshot_id is not None:  # exactly one of the two (_target)
+            if snapshot_id < 1:
                 self.fail(f"snapshot_id must be a positive integer, got {snapshot_id}")
-            self.require_snapshot(hook, snapshot_id, branch)  # type: ignore[arg-type]
+            self.require_snapshot(hook, snapshot_id, branch)
         return None
 
     def summary(self, result: Mapping[str, Any]) -> str:
@@ -374,7 +374,7 @@ class ExpireTagsOperator(_MaintenanceOperator):
     def __init__(self, *, branch: str | None = None, dry_run: bool | str = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.branch = branch
-        self.dry_run = check_at_parse(dry_run, as_bool)  # type: ignore[method-assign,assignment]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
+        self.dry_run = check_at_parse(dry_run, as_bool)  # type: ignore[method-assign]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
 
     def job_args(self) -> list[str]:
         return self._branch_args() + (["--dry-run"] if as_bool(self.dry_run) else [])

@@ -36,7 +36,7 @@ user declared are kept and not duplicated; a run that changed nothing (``skipped
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_paimon.paimon.names import is_main
 
@@ -74,7 +74,7 @@ class PaimonOpenLineageMixin:
     # -- tables --
 
     def _ol_tables(self, kind: str) -> list[TableRef]:
-        method = self.input_tables if kind == "input" else self.output_tables  # type: ignore[attr-defined]
+        method = self.input_tables if kind == "input" else self.output_tables  # type: ignore[attr-defined]  # a mixin: the operator has it
         seen: list[TableRef] = []
         for table, branch in method():
             ref = (str(table), _norm_branch(branch))
@@ -83,16 +83,16 @@ class PaimonOpenLineageMixin:
         return seen
 
     def _ol_warehouse(self) -> str:
-        return self.paimon_hook.warehouse  # type: ignore[attr-defined]
+        return self.paimon_hook.warehouse  # type: ignore[attr-defined]  # a mixin: the operator has it
 
     def _ol_catalog_options(self) -> dict[str, str]:
         """The catalog options that name the namespace (a REST catalog's ``metastore``, ``uri``)."""
-        options = self.paimon_hook.catalog_config.options  # type: ignore[attr-defined]
+        options = self.paimon_hook.catalog_config.options  # type: ignore[attr-defined]  # a mixin: the operator has it
         return {k: str(options[k]) for k in ("metastore", "uri") if options.get(k) is not None}
 
     def _ol_latest(self, table: str, branch: str | None) -> int | None:
         try:
-            return self.paimon_hook.get_latest_snapshot_id(table, branch)  # type: ignore[attr-defined]
+            return self.paimon_hook.get_latest_snapshot_id(table, branch)  # type: ignore[attr-defined]  # a mixin: the operator has it
         except Exception as err:  # noqa: BLE001 - lineage never fails a task
             log.debug("no latest snapshot for %s (branch %s): %s", table, branch, err)
             return None
@@ -101,14 +101,15 @@ class PaimonOpenLineageMixin:
         from airflow_provider_paimon.lineage.openlineage import schema_fields_from_paimon
 
         try:
-            fields = self.paimon_hook.get_table(table, branch).table_schema.fields  # type: ignore[attr-defined]
+            fields = self.paimon_hook.get_table(table, branch).table_schema.fields  # type: ignore[attr-defined]  # a mixin: the operator has it
         except Exception as err:  # noqa: BLE001
             log.debug("no schema for %s (branch %s): %s", table, branch, err)
             return None
         return schema_fields_from_paimon(fields)
 
     def _ol_dataset(
-        self, kind: str, table: str, branch: str | None, snapshot_id: int | None, *, schema: bool = True
+        self, kind: Literal["input", "output"], table: str, branch: str | None, snapshot_id: int | None, *,
+        schema: bool = True,
     ) -> InputDataset | OutputDataset:
         from airflow_provider_paimon.lineage.openlineage import paimon_dataset
         from airflow_provider_paimon.paimon.names import parse_table_name
@@ -121,12 +122,12 @@ class PaimonOpenLineageMixin:
             branch=branch,
             snapshot_id=snapshot_id,
             schema_fields=self._ol_schema(table, branch) if schema else None,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             catalog_options=self._ol_catalog_options(),
         )
         lifecycle = self._ol_lifecycle(kind, table, branch)
-        if lifecycle is not None:
-            dataset.facets["lifecycleStateChange"] = lifecycle  # type: ignore[index]
+        if lifecycle is not None and dataset.facets is not None:  # paimon_dataset always sets facets
+            dataset.facets["lifecycleStateChange"] = lifecycle
         return dataset
 
     # -- what subclasses say about themselves --
@@ -291,7 +292,7 @@ class PaimonOpenLineageMixin:
         known = {getattr(o, "uri", None) for o in outlets}
         added = [asset for asset in assets if asset.uri not in known]
         if added:
-            self.outlets = [*outlets, *added]  # type: ignore[attr-defined]
+            self.outlets = [*outlets, *added]
         return added
 
     def pre_execute(self, context: Any) -> None:
@@ -300,7 +301,7 @@ class PaimonOpenLineageMixin:
         Done here too because the OpenLineage listener calls ``on_start`` in a forked
         process, whose state is lost, and may not be enabled at all.
         """
-        super().pre_execute(context)  # type: ignore[misc]
+        super().pre_execute(context)  # type: ignore[misc]  # a mixin: the operator class has it
         try:
             self._ol_record_start()
         except Exception as err:  # noqa: BLE001
@@ -308,5 +309,5 @@ class PaimonOpenLineageMixin:
 
     def post_execute(self, context: Any, result: Any = None) -> None:
         """After a successful execute: the written tables' assets become outlets (see module doc)."""
-        super().post_execute(context, result)  # type: ignore[misc]
+        super().post_execute(context, result)  # type: ignore[misc]  # a mixin: the operator class has it
         self.add_paimon_outlets(getattr(self, "last_result", None))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
@@ -42,8 +42,11 @@ from airflow_provider_paimon.operators.tag import (
 )
 from airflow_provider_paimon.paimon.names import is_main
 
+if TYPE_CHECKING:
+    from airflow.sdk.types import Operator  # BaseOperator | MappedOperator
 
-class PaimonPreflightFailed(AirflowFailException):  # noqa: N818 - reads as what happened
+
+class PaimonPreflightFailed(AirflowFailException):  # reads as what happened
     """One or more Paimon operators of the DAG would fail; nothing was changed."""
 
 
@@ -140,7 +143,7 @@ def apply_effects(op: PaimonSparkJobOperator, planned: PlannedPaimonHook) -> Non
         planned.plan_tag(table, op.new_name, optional_str(op.branch))
 
 
-def _in_dag_order(tasks: Iterable[BaseOperator]) -> list[BaseOperator]:
+def _in_dag_order(tasks: Iterable[Operator]) -> list[Operator]:
     """``tasks`` in an order where every task comes after its upstream tasks."""
     tasks = list(tasks)
     wanted = {t.task_id for t in tasks}
@@ -150,7 +153,7 @@ def _in_dag_order(tasks: Iterable[BaseOperator]) -> list[BaseOperator]:
     return order
 
 
-def preflight_all(tasks: Iterable[BaseOperator], context: Context) -> list[dict[str, Any]]:
+def preflight_all(tasks: Iterable[Operator], context: Context) -> list[dict[str, Any]]:
     """Run the preflight of every Paimon operator in ``tasks``; raise listing every failure.
 
     Returns one entry per checked operator (``task_id`` and what its preflight said:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
@@ -107,7 +107,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         "branch_redirects",
         "run_tag_tables",
     )
-    template_fields_renderers = {"conf": "json", "application_args": "json", "branch_redirects": "json"}
+    template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "application_args": "json", "branch_redirects": "json"}
     #: masked as soon as rendered, so the stored rendered fields show ``***``
     secret_url_fields = ("lineage_url",)
     ui_color = "#fde8c8"
@@ -190,7 +190,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
                 added[LINEAGE_DATABASE] = database
         try:
             # rendered by now: a dict, or a string redirect_conf refuses with a clear message
-            redirects = redirect_conf(self.branch_redirects)  # type: ignore[arg-type]
+            redirects = redirect_conf(self.branch_redirects)  # type: ignore[arg-type]  # rendered: see above
             conf = merge_redirects({**added, **self.conf}, redirects)
         except InvalidArgumentError as err:
             raise AirflowFailException(f"{err}; nothing was submitted") from None

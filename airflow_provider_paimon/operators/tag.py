@@ -62,7 +62,7 @@ class _TagOperator(PaimonSparkJobOperator):
 
     def _branch_args(self) -> list[str]:
         branch = optional_str(self.branch)
-        return [] if is_main(branch) else ["--branch", branch]  # type: ignore[list-item]
+        return [] if branch is None or is_main(branch) else ["--branch", branch]
 
     def output_tables(self) -> list[tuple[str, str | None]]:
         return [(self.table, optional_str(self.branch))]

@@ -128,7 +128,7 @@ class MaskRenderedSecrets:
     secret_option_fields: tuple[str, ...] = ()
 
     def _do_render_template_fields(self, parent: Any, *args: Any, **kwargs: Any) -> None:
-        super()._do_render_template_fields(parent, *args, **kwargs)  # type: ignore[misc]
+        super()._do_render_template_fields(parent, *args, **kwargs)  # type: ignore[misc]  # a mixin: the operator class has it
         if parent is self:
             self.mask_rendered_secrets()
 

@@ -398,8 +398,8 @@ def check_catch_up(
         table = load_table(catalog, source.name, source.branch)
         latest[source] = latest_snapshot_id(table)
         kinds[source] = commit_kind_reader(table)
-        if spec.job:
-            consumed[source] = store.consumed(spec.job, source)  # type: ignore[union-attr]
+        if spec.job and store is not None:  # a job without a store was refused above
+            consumed[source] = store.consumed(spec.job, source)
         else:
             consumed[source] = consumed_from_consumer_file(table, str(spec.consumer_id), source)
     result = compute_catch_up(sources, consumed, latest, spec.max_lag_snapshots, kinds)

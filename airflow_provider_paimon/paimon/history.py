@@ -133,7 +133,7 @@ def _row(lane: str, sid: int, doc: dict[str, Any] | None, lane_tags: list[dict])
     tags = [t["name"] for t in lane_tags if t["snapshot_id"] == sid]
     if doc is None:
         return {"lane": lane, "snapshot_id": sid, "readable": False, "tags": tags, "events": []}
-    props = doc.get("properties") if isinstance(doc.get("properties"), dict) else {}
+    props = raw if isinstance(raw := doc.get("properties"), dict) else {}
     run = run_of(props)
     return {
         "lane": lane,
@@ -159,7 +159,7 @@ def _row(lane: str, sid: int, doc: dict[str, Any] | None, lane_tags: list[dict])
 def _events(props: dict[str, Any]) -> list[dict[str, Any]]:
     if "replace-main.branch" not in props:
         return []
-    event = {
+    event: dict[str, Any] = {
         "type": "replace_main",
         "branch": str(props.get("replace-main.branch")),
         "branch_snapshot_id": _int(props.get("replace-main.branch-snapshot-id")),
@@ -251,8 +251,9 @@ def table_history(
         if row.get("kind"):
             kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
         rows.append(row)
-        delta = (doc or {}).get("deltaManifestList")
-        deltas.append((str(delta), doc.get("deltaManifestListSize")) if delta else None)
+        meta = doc or {}
+        delta = meta.get("deltaManifestList")
+        deltas.append((str(delta), meta.get("deltaManifestListSize")) if delta else None)
     files_cut = _add_file_counts(table, rows, deltas) if file_counts else False
     if files_cut:
         reasons.append(f"file counts stopped after {FILE_COUNT_BUDGET_S:g} s: later rows show none")

@@ -93,7 +93,7 @@ def _check_unambiguous(kind: str, name: str) -> None:
         raise InvalidNameError(
             f"{kind} name {_shown(name)} is not in Unicode NFKC form (it holds fullwidth, "
             f"ligature or other compatibility characters); write it as "
-            f"{ascii(unicodedata.normalize('NFKC', name))}"
+            f"{unicodedata.normalize('NFKC', name)!a}"
         )
     scripts = sorted({s for s in map(_script, name) if s in _CONFUSABLE_SCRIPTS})
     if len(scripts) > 1:

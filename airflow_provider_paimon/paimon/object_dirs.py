@@ -18,6 +18,7 @@ partly filled; docs/storage.md says what that means for each branch operation.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -109,13 +110,9 @@ def delete_files(file_io: Any, directory: str, files: list[tuple[str, Any]] | No
     base = file_io.to_filesystem_path(directory).rstrip("/")
     listed = list_files(file_io, directory) if files is None else files
     for rel, _ in sorted(listed, key=lambda item: (-_rank(item[0]), not item[0].startswith("tag/"), item[0])):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             fs.delete_file(f"{base}/{rel}")
-        except FileNotFoundError:
-            pass
     # pyarrow's S3 file system writes empty "folder/" marker objects; a marker left
     # behind would keep listing the old branch folder, so the prefix goes as a whole.
-    try:
+    with contextlib.suppress(FileNotFoundError):
         fs.delete_dir(base)
-    except FileNotFoundError:
-        pass

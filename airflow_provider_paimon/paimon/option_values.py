@@ -73,7 +73,7 @@ def parse_int(
     """
     if _blank(value):
         return default
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, (bool, float)):
         raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
     try:
         number = int(str(value).strip())

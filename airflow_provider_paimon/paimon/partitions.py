@@ -176,7 +176,7 @@ def format_partition_value(value: Any, default_name: str = DEFAULT_PARTITION_NAM
 # --- one parser per type root ---------------------------------------------------------
 
 
-class _Bad(ValueError):
+class _Bad(ValueError):  # noqa: N818 - private, reads as what the value is
     """A value the type cannot hold; the message is a hint (may be empty)."""
 
 

@@ -97,10 +97,14 @@ def _mask_word(word: str, found: list[str]) -> str:
 
         word = _QUERY_PAIR.sub(query, word)
     pair = _KEY_VALUE.match(word)
-    if pair and "://" not in pair.group(1) and is_secret_key(pair.group(1).lstrip("-")):
-        if pair.group(3) != MASK:
-            found.append(pair.group(3))
-            word = f"{pair.group(1)}{pair.group(2)}{MASK}"
+    if (
+        pair
+        and "://" not in pair.group(1)
+        and is_secret_key(pair.group(1).lstrip("-"))
+        and pair.group(3) != MASK
+    ):
+        found.append(pair.group(3))
+        word = f"{pair.group(1)}{pair.group(2)}{MASK}"
     return word
 
 

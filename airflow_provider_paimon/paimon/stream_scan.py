@@ -471,4 +471,4 @@ def creation_epoch_millis(file_meta: Any) -> int | None:
     if created is None:
         return None
     # A naive datetime's timestamp() interprets it in the local zone, as Java does.
-    return int(round(created.to_local_date_time().timestamp() * 1000))
+    return round(created.to_local_date_time().timestamp() * 1000)

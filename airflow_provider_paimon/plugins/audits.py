@@ -91,10 +91,10 @@ def audit_entry(row: AuditRow) -> dict[str, Any] | None:
     if not isinstance(report, dict) or not isinstance(report.get("diff"), dict):
         return None
     diff = report["diff"]
-    parts = diff.get("partitions") if isinstance(diff.get("partitions"), list) else []
+    parts = raw if isinstance(raw := diff.get("partitions"), list) else []
     shown = [p for p in parts[:MAX_PARTITIONS] if isinstance(p, dict)]
-    checks = report.get("checks") if isinstance(report.get("checks"), dict) else {}
-    failed = checks.get("failed") if isinstance(checks.get("failed"), list) else []
+    checks = raw if isinstance(raw := report.get("checks"), dict) else {}
+    failed = raw if isinstance(raw := checks.get("failed"), list) else []
     return {
         "dag_id": row.dag_id,
         "run_id": row.run_id,

@@ -56,7 +56,7 @@ def hide_runs(history: dict[str, Any], visible: JobFilter | None) -> dict[str, A
         return history
     for row in history["rows"]:
         run = row.get("run")
-        job = f"{run['dag_id']}.{run.get('task_id') or ''}".rstrip(".") if run else None
+        job = f"{run['dag_id']}.{run.get('task_id') or ''}".rstrip(".") if run else ""
         if (run is not None and not visible(job)) or (run is None and row.get("spark_app_id")):
             row["run"], row["spark_app_id"] = {"hidden": True}, None
     return history

@@ -155,5 +155,5 @@ class PaimonLineagePlugin(AirflowPlugin):
     """The lineage and table history pages (FastAPI apps) and their entries in the Airflow UI's navigation."""
 
     name = "paimon_lineage"
-    fastapi_apps = [lineage_app(), history_app(job_visibility_dependency())]  # history: history_plugin.py
-    external_views = [LINEAGE_VIEW, HISTORY_VIEW]
+    fastapi_apps = [lineage_app(), history_app(job_visibility_dependency())]  # noqa: RUF012 - AirflowPlugin declares it a plain list attribute
+    external_views = [LINEAGE_VIEW, HISTORY_VIEW]  # noqa: RUF012 - AirflowPlugin declares it a plain list attribute

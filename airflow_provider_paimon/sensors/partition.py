@@ -143,7 +143,7 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
                 raise AirflowFailException(str(err)) from None
         try:
             met, status = self._checker.check()
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - retried next poke or failed, never swallowed
             message = self._checker.describe(err)
             if outlasts_a_poll(err):
                 self.log.warning("partition check failed, retrying next poke: %s", message)

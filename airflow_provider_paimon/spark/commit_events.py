@@ -112,12 +112,12 @@ def publish(event: Event, listener_specs: Iterable[str] = (), event_log: str | N
     for spec in specs:
         try:
             callbacks.append(_import_listener(spec.strip()))
-        except Exception:  # noqa: BLE001 - a bad listener must not fail the job
+        except Exception:  # a bad listener must not fail the job
             log.exception("cannot import event listener %r", spec)
     for callback in callbacks:
         try:
             callback(event)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("event listener %r failed on %r", callback, event)
     path = event_log or os.environ.get(EVENT_LOG_ENV)
     if path:

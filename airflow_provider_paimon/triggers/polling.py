@@ -104,7 +104,7 @@ class PollingCheckTrigger(BaseTrigger, Generic[CheckerT, ResultT]):
 
     def result_dict(self, result: ResultT) -> dict[str, Any]:
         """``result`` as the plain values an event carries (default: it already is)."""
-        return result  # type: ignore[return-value]
+        return result  # type: ignore[return-value]  # a ResultT that is not a dict overrides this
 
     def describe_error(self, checker: CheckerT, error: BaseException) -> str:
         """``error`` as one line for the log and the ``error`` event; no secret in it."""

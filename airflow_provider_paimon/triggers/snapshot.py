@@ -56,7 +56,7 @@ from airflow_provider_paimon.paimon.snapshot_feed import (
 try:  # Airflow 3.3+: shared streams with persistence-gated advance ("ack mode")
     from airflow.triggers.shared_stream import SharedStreamProducer
 except ImportError:  # pragma: no cover - older Airflow: run() alone
-    SharedStreamProducer = None  # type: ignore[assignment,misc]
+    SharedStreamProducer = None  # type: ignore[assignment,misc]  # a class on newer Airflow only
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def _thread(fn: Any) -> Any:
     return sync_to_async(fn, thread_sensitive=False)
 
 
-class SnapshotFeedProducer(SharedStreamProducer or object):  # type: ignore[misc]
+class SnapshotFeedProducer(SharedStreamProducer or object):  # type: ignore[misc]  # base chosen at import
     """The broker side of the shared stream: snapshots out, consumer position on advance.
 
     ``open_stream`` yields ``(payload, snapshot_id)`` for EVERY new snapshot (the

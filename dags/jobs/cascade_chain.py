@@ -117,7 +117,7 @@ def _empty(warehouse: str, table: str, branch: str | None) -> bool:
 
 
 def clean(spark: Any, warehouse: str, checkpoint: str) -> dict[str, Any]:
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     emptied = False if _checkpoint_started(checkpoint) else _empty(warehouse, CLEAN, _redirected_branch(spark, CLEAN))
     source = spark.readStream.format("paimon").option("warehouse", warehouse).option("table", RAW).load()
@@ -135,7 +135,7 @@ def clean(spark: Any, warehouse: str, checkpoint: str) -> dict[str, Any]:
 
 
 def mart(spark: Any, warehouse: str) -> dict[str, Any]:
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     clean_rows = spark.read.format("paimon").option("warehouse", warehouse).option("table", CLEAN).load()
     revenue = clean_rows.groupBy("customer").agg(
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         result = clean(spark, args.warehouse, args.checkpoint)
     else:
         result = mart(spark, args.warehouse)
-    print("PAIMON_RESULT " + json.dumps(result))  # noqa: T201
+    print("PAIMON_RESULT " + json.dumps(result))
     spark.stop()
     return 0
 

@@ -101,7 +101,7 @@ def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, conn: dict) ->
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
 
 
-@pytest.fixture()
+@pytest.fixture
 def wh(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> Warehouse:
     """A warehouse with ``db.events`` (append, partitioned by dt): snapshots 1-3, tag t1 -> 1,
     branch ``fix`` from t1 (one more snapshot on it), consumer ``reader`` at 2; ``db.users``
@@ -156,7 +156,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
             subprocess.Popen(
                 [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                  "--port", str(port), "--webui-port", str(ui_port)],
-                stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT, env=env,
+                stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT, env=env,  # noqa: SIM115 - the child keeps writing it for the whole session
                 start_new_session=True,
             )
         )
@@ -164,7 +164,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
             subprocess.Popen(
                 [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                  "--cores", "1", "--memory", "1g", "--webui-port", str(worker_ui), master],
-                stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, env=env,
+                stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, env=env,  # noqa: SIM115 - the child keeps writing it for the whole session
                 start_new_session=True,
             )
         )
@@ -196,7 +196,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(logs / "work", ignore_errors=True)
 
 
-@pytest.fixture()
+@pytest.fixture
 def no_submit(monkeypatch: pytest.MonkeyPatch) -> list:
     """Record (and refuse) any spark-submit, so a test can assert none happened."""
     from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook

@@ -33,7 +33,7 @@ class _TaskInstance:
 
 def test_audit_fails_the_task_on_a_failed_check_and_changes_nothing(wh):
     before = wh.files()
-    with pytest.raises(PaimonPreflightError, match="branch 'nope' does not exist.*branches: fix"):
+    with pytest.raises(PaimonPreflightError, match=r"branch 'nope' does not exist.*branches: fix"):
         BranchAuditOperator(task_id="audit", table="db.events", branch="nope").execute({})
     with pytest.raises(PaimonPreflightError, match="branch and base are both 'fix'"):
         BranchAuditOperator(task_id="audit", table="db.events", branch="fix", base="fix").execute({})

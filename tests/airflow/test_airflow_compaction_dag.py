@@ -31,7 +31,7 @@ def test_compaction_dag_parses_without_errors(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "value,expected",
+    ("value", "expected"),
     [(None, []), ("dt=1,hr=2", ["dt=1,hr=2"]), ("['dt=1', 'dt=2']", ["dt=1", "dt=2"]),
      ({"dt": "1"}, [{"dt": "1"}]), ([{"dt": "1"}, "dt=2"], [{"dt": "1"}, "dt=2"])],
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 import structlog
@@ -82,7 +83,7 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("cls,kwargs,message", REFUSED, ids=[f"{c.__name__}-{i}" for i, (c, _, _) in enumerate(REFUSED)])
+@pytest.mark.parametrize(("cls", "kwargs", "message"), REFUSED, ids=[f"{c.__name__}-{i}" for i, (c, _, _) in enumerate(REFUSED)])
 def test_preflight_refuses_before_submitting_and_changes_nothing(wh, no_submit, cls, kwargs, message):
     before = wh.files()
     op = _dag_op(cls, **{"table": "db.events", **kwargs})
@@ -93,7 +94,7 @@ def test_preflight_refuses_before_submitting_and_changes_nothing(wh, no_submit, 
 
 
 @pytest.mark.parametrize(
-    "cls,kwargs,message",
+    ("cls", "kwargs", "message"),
     [
         (ExpireSnapshotsOperator, dict(retain_min=0), "retain_min must be an integer >= 1"),
         (ExpireSnapshotsOperator, dict(retain_min=5, retain_max=2), "retain_min .5. must not be larger"),
@@ -143,7 +144,7 @@ def test_run_tag_with_retention_rename_and_expiry(wh, monkeypatch):
     name = "nightly_etl-20261124T090000Z"
     assert result["tag"] == name and result["snapshot_id"] == 2 and result["time_retained"] == "3 s"
     tag_file = f"{wh.path}/db.db/events/tag/tag-{name}"
-    doc = json.load(open(tag_file))
+    doc = json.loads(Path(tag_file).read_text())
     assert doc["id"] == 2 and doc["tagTimeRetained"] == 3.0
     created = datetime(*(doc["tagCreateTime"] + [0])[:6])
     assert abs((datetime.now() - created).total_seconds()) < 120  # local time, as Java's LocalDateTime.now()
@@ -174,7 +175,7 @@ def test_run_tag_with_retention_rename_and_expiry(wh, monkeypatch):
     assert renamed["new_name"] == "nightly-keep" and renamed["snapshot_id"] == 2
     tags = wh.table("db.events").tag_manager()
     assert sorted(tags.list_tags()) == ["nightly-keep", "t1"]
-    moved = json.load(open(f"{wh.path}/db.db/events/tag/tag-nightly-keep"))
+    moved = json.loads(Path(f"{wh.path}/db.db/events/tag/tag-nightly-keep").read_text())
     assert moved == doc  # same snapshot, same creation time and retention
 
     time.sleep(max(0.0, (created + timedelta(seconds=4) - datetime.now()).total_seconds()))

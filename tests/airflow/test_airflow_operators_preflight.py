@@ -69,7 +69,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("cls,kwargs,message", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(("cls", "kwargs", "message"), CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
 def test_fail_fast_submits_nothing_and_changes_nothing(wh, no_submit, cls, kwargs, message):
     before = wh.files()
     op = cls(task_id="t", **kwargs)
@@ -81,7 +81,7 @@ def test_fail_fast_submits_nothing_and_changes_nothing(wh, no_submit, cls, kwarg
 
 
 @pytest.mark.parametrize(
-    "partition, message",
+    ("partition", "message"),
     [
         ("day=2026-13-45", "value '2026-13-45' of partition column 'day' is not a valid DATE"),
         ({"day": "2026-11-03", "hr": "abc"}, "value 'abc' of partition column 'hr' is not a valid INT"),
@@ -150,7 +150,7 @@ def test_connection_password_stays_off_the_command_line(wh, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "cls,kwargs,expected",
+    ("cls", "kwargs", "expected"),
     [
         (BranchCreateOperator, dict(branch="b", snapshot_id="2"), ["--branch", "b", "--snapshot-id", "2"]),
         (BranchDeleteOperator, dict(branch="fix"), ["--branch", "fix"]),
@@ -226,7 +226,7 @@ def test_compaction_summary_is_readable():
 
 
 @pytest.mark.parametrize(
-    "cls,kwargs",
+    ("cls", "kwargs"),
     [(BranchCreateOperator, dict(branch="fix", tag="t1")), (TagCreateOperator, dict(tag="t1"))],
 )
 def test_if_exists_skip_succeeds_without_submitting(wh, no_submit, cls, kwargs):

@@ -38,7 +38,7 @@ def test_connection_fields_map_to_catalog_options():
 
 
 @pytest.mark.parametrize(
-    "key,secret",
+    ("key", "secret"),
     [("jdbc.password", True), ("s3.secret-key", True), ("token", True), ("fs.oss.accessKeyId", True),
      ("metastore", False), ("uri", False), ("jdbc.useSSL", False)],
 )

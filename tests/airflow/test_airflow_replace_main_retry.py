@@ -32,7 +32,7 @@ def _interrupted_replace_main(warehouse: str) -> None:
     assert pending_operation(table)["branch"] == "fix"
 
 
-@pytest.fixture()
+@pytest.fixture
 def submit_with_python(monkeypatch):
     """spark-submit replaced by the same application run with plain Python (the branch job
     needs no Spark): the operator's real command arguments and environment reach the job."""

@@ -81,7 +81,7 @@ ENTRY_POINTS = {
 
 
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
-@pytest.mark.parametrize("word,expected", GOOD)
+@pytest.mark.parametrize(("word", "expected"), GOOD)
 def test_every_entry_point_accepts_the_same_words(entry, word, expected):
     reader, _ = ENTRY_POINTS[entry]
     assert reader(word) is expected
@@ -105,7 +105,7 @@ def test_integers_have_one_parser_too():
         capture_config({KEY_POLL_INTERVAL_MS: "0"}, "app", environ={})
     with pytest.raises(InvalidArgumentError, match=f"^{KEY_POLL_INTERVAL_MS} must be an integer, got 'abc'$"):
         capture_config({KEY_POLL_INTERVAL_MS: "abc"}, "app", environ={})
-    with pytest.raises(PaimonPreflightError, match="^max_retries must be an integer, got 2.5; nothing was submitted$"):
+    with pytest.raises(PaimonPreflightError, match=r"^max_retries must be an integer, got 2.5; nothing was submitted$"):
         optional_int(2.5, "max_retries")  # int(2.5) used to truncate it silently
 
 
@@ -121,7 +121,7 @@ def test_compaction_dry_run_typo_fails_before_submitting(wh, no_submit, word):
     assert no_submit == [] and wh.files() == before
 
 
-@pytest.mark.parametrize("word,dry", [("False", False), ("yes", True), (True, True), ("", False)])
+@pytest.mark.parametrize(("word", "dry"), [("False", False), ("yes", True), (True, True), ("", False)])
 def test_compaction_dry_run_words_render_to_the_job_flag(wh, word, dry):
     op = CompactionOperator(task_id="compact", table="db.events", dry_run=word)
     op.preflight()

@@ -181,9 +181,9 @@ def test_missing_spark_connection_fails_fast_naming_it(airflow_db, wh, no_submit
 
     app = tmp_path / "app.py"
     app.write_text("print('never runs')\n")
-    with pytest.raises(SparkConnectionNotFoundError, match="'spark_nowhere' does not exist.*nothing was submitted"):
+    with pytest.raises(SparkConnectionNotFoundError, match=r"'spark_nowhere' does not exist.*nothing was submitted"):
         _dag_operator(PaimonSparkSubmitOperator, application=str(app), spark_conn_id="spark_nowhere").execute({})
-    with pytest.raises(PaimonPreflightError, match="'spark_nowhere' does not exist.*nothing was submitted"):
+    with pytest.raises(PaimonPreflightError, match=r"'spark_nowhere' does not exist.*nothing was submitted"):
         CompactionOperator(task_id="compact", table="db.events", spark_conn_id="spark_nowhere").execute({})
     assert no_submit == []
 

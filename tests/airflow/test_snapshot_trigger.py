@@ -123,7 +123,7 @@ def test_events_for_appends_and_overwrites_not_compactions_position_after_persis
         return {"events": t.events, "ids": (s2, s3, s4, s5)}
 
     out = asyncio.run(scenario())
-    s2, s3, s4, s5 = out["ids"]
+    s2, s3, _s4, s5 = out["ids"]
     events = out["events"]
     assert [e.payload["snapshot_id"] for e in events] == [s2, s3, s5]  # COMPACT s4 skipped
     assert [e.payload["commit_kind"] for e in events] == ["APPEND", "APPEND", "OVERWRITE"]

@@ -31,7 +31,7 @@ CONSUMER = "airflow-e2e-watch"
 pytestmark = [pytest.mark.airflow, pytest.mark.postgres]
 
 
-@pytest.fixture()
+@pytest.fixture
 def metadata_db(postgres_server_url: str, unique_name: str):
     with postgres_database(postgres_server_url, unique_name) as url:
         yield url
@@ -164,7 +164,7 @@ def test_dag_runs_per_append_snapshot_across_a_triggerer_crash(warehouse, metada
                 wanted.add(f)
                 wait_for("event for a nudge", lambda f=f: f in db.snapshot_ids(), 60, procs, every=1)
             if not runs:
-                print("RUNS", db.runs(), "EVENTS", db.events(), "WANTED", wanted)  # noqa: T201
+                print("RUNS", db.runs(), "EVENTS", db.events(), "WANTED", wanted)
                 runs = wait_for("runs finished", all_runs_done, 30, procs, every=1)
             events = db.events()
             elapsed = time.monotonic() - started
@@ -190,4 +190,4 @@ def test_dag_runs_per_append_snapshot_across_a_triggerer_crash(warehouse, metada
     assert sorted(i for r in runs.values() for i in r["task_saw"]) == sorted(wanted)  # each once
     # spaced commits got a run each
     assert [a] in [r["task_saw"] for r in runs.values()] and [b] in [r["task_saw"] for r in runs.values()]
-    print(f"real Airflow scenario took {elapsed:.0f} s")  # noqa: T201
+    print(f"real Airflow scenario took {elapsed:.0f} s")

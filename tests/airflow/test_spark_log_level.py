@@ -42,7 +42,7 @@ def test_users_java_options_are_kept_and_their_log_config_wins():
     assert with_log_level(own, "WARN") == own
 
 
-@pytest.mark.parametrize("cls,kwargs", [
+@pytest.mark.parametrize(("cls", "kwargs"), [
     (BranchCreateOperator, {"table": "db.events", "branch": "b"}),
     (PaimonSparkSubmitOperator, {"application": "job.py"}),
 ])

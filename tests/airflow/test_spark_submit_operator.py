@@ -16,7 +16,7 @@ from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOper
 PASSWORD = "Lin3age-pw-Secret"
 
 
-@pytest.fixture()
+@pytest.fixture
 def app(tmp_path, monkeypatch):
     set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
     path = tmp_path / "my_job.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 
@@ -31,18 +32,14 @@ class TcpProxy:
     def down(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
-            try:
+            with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-            except OSError:
-                pass
             listener.close()
         with self._lock:
             conns, self._conns = self._conns, []
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             conn.close()
 
     def _accept(self, listener: socket.socket) -> None:
@@ -73,7 +70,5 @@ class TcpProxy:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass

@@ -25,7 +25,7 @@ from .test_capture_spark import append, configured, make_tables, wait_until
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture()
+@pytest.fixture
 def no_store(tmp_path, monkeypatch):
     """A PAIMON_HOME of its own (where the default SQLite store would go), no store URL."""
     home = tmp_path / "paimon-home"

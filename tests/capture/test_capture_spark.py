@@ -245,10 +245,8 @@ def test_fail_policy_stops_a_micro_batch_before_its_commit_while_mariadb_is_down
             .option("write-only", "true")  # the test counts the sink's own commits
             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
         )
-        try:
+        with contextlib.suppress(Exception):  # the failed run: its error is read below
             query.awaitTermination(240)
-        except Exception:  # noqa: BLE001 - the failed run: its error is read below
-            pass
         assert not query.isActive
         return query
 

@@ -50,7 +50,7 @@ def test_password_from_environment_is_never_shown():
 
 
 @pytest.mark.parametrize(
-    "conf, message",
+    ("conf", "message"),
     [
         ({"spark.paimon.lineage.onStoreFailure": "drop"}, "onStoreFailure"),
         ({"spark.paimon.lineage.enabled": "maybe"}, "enabled"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 
@@ -117,7 +119,7 @@ def test_secret_never_in_errors(tmp_path):
     rec.open()
     rec.record(batch(0, 1, 1))
     assert rec.last_error and "Sup3rS3cret" not in rec.last_error
-    assert "Sup3rS3cret" not in open(rec.spool_path).read()
+    assert "Sup3rS3cret" not in Path(rec.spool_path).read_text()
 
 
 @pytest.mark.mysql

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_compact_commits_one_compact_snapshot_in_paimon_format(warehouse):
     assert snap.commit_kind == "COMPACT"
     assert snap.total_record_count == before_rows and snap.delta_record_count == 0
     # On disk, as Paimon Java writes it.
-    raw = json.loads(open(table.snapshot_manager().get_snapshot_path(9)).read())
+    raw = json.loads(Path(table.snapshot_manager().get_snapshot_path(9)).read_text())
     assert raw["commitKind"] == "COMPACT" and raw["deltaRecordCount"] == 0
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
@@ -148,7 +149,7 @@ def test_conflict_beyond_retry_limit_commits_nothing(warehouse):
     table = make_table(warehouse, options=SMALL)
     append_many(table, 6)
 
-    with pytest.raises(ConcurrentModificationError, match="gave up after 1 attempts.*no longer in"):
+    with pytest.raises(ConcurrentModificationError, match=r"gave up after 1 attempts.*no longer in"):
         _compact(table, before_commit=lambda a: _overwrite_partition_a(warehouse, 10_000),
                  max_retries=0)
 

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,7 +89,7 @@ def test_compaction_keeps_what_paimon_keeps(warehouse, caplog, time_retained, ke
         os.remove(os.path.join(tr, rel))
     # same snapshots, hint and number of data files and manifests as Paimon's rule leaves
     assert _snap_ids(ta) == [s for s in range(1, 7) if s not in want_ids] == kept
-    assert open(os.path.join(ta, "snapshot", "EARLIEST")).read().strip() == str(kept[0])
+    assert Path(os.path.join(ta, "snapshot", "EARLIEST")).read_text().strip() == str(kept[0])
     assert len(_files(ta, "bucket-")) == len(_files(tr, "bucket-"))
     assert len(_files(ta, "manifest")) == len(_files(tr, "manifest"))
     # the result says what went (JSON-able for XCom), the message too, one log line
@@ -136,7 +137,7 @@ def test_run_option_write_only_and_dry_run_expire_nothing(warehouse):
 
 
 def test_tags_branches_and_consumers_keep_their_snapshots(warehouse):
-    catalog, t = make_table(warehouse, options=RETAIN)
+    catalog, _t = make_table(warehouse, options=RETAIN)
     tdir = table_dir(warehouse)
     _appends(catalog, 5)
     create_tag(load_table(catalog, "db.t"), "first", snapshot_id=1)

@@ -85,7 +85,7 @@ def test_where_and_partition_select_partitions(spark, warehouse, capsys):
 
 
 @pytest.mark.parametrize(
-    "extra, fragment",
+    ("extra", "fragment"),
     [
         (["--table", "db.nope"], "table db.nope does not exist (tables in db: pk, t)"),
         (["--table", "db.t", "--branch", "nope"], "branch 'nope' does not exist"),

@@ -86,7 +86,7 @@ def test_null_partition_is_selected_by_the_default_name(warehouse):
     assert _files_per_partition(reload(warehouse)) == {target: 3, None: 1}
 
 
-@pytest.mark.parametrize("legacy, folder", [("true", "p=20760"), ("false", "p=2026-11-03")])
+@pytest.mark.parametrize(("legacy", "folder"), [("true", "p=20760"), ("false", "p=2026-11-03")])
 def test_compacted_files_land_in_the_tables_partition_folders(warehouse, legacy, folder):
     """Both of Paimon's folder namings: readers recompute the folder, so it must match."""
     arrow_type, target, other, spec = CASES["date"]
@@ -101,7 +101,7 @@ def test_compacted_files_land_in_the_tables_partition_folders(warehouse, legacy,
 
 
 @pytest.mark.parametrize(
-    "name, value, error, message",
+    ("name", "value", "error", "message"),
     [
         ("date", "2026-13-45", InvalidArgumentError,
          "value '2026-13-45' of partition column 'p' is not a valid DATE"),

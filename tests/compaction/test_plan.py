@@ -54,7 +54,7 @@ def test_options_from_table_then_overrides(warehouse):
 
 
 @pytest.mark.parametrize(
-    "overrides, fragment",
+    ("overrides", "fragment"),
     [
         ({"target-file-size": "-1 mb"}, "must not be negative"),
         ({"target-file-size": "0"}, "must be a positive size"),
@@ -125,7 +125,7 @@ def test_partition_spec_selects_and_validates(warehouse):
     only_a = partition_spec_filter(table, [parse_partition_spec("p=a")])
     plan = plan_compaction(table, CompactionOptions.from_table(table), only_a)
     assert {b.partition for b in plan.bins} == {("a",)}
-    with pytest.raises(PartitionNotFoundError, match="p=zz does not exist.*partitions: p=a, p=b"):
+    with pytest.raises(PartitionNotFoundError, match=r"p=zz does not exist.*partitions: p=a, p=b"):
         partition_spec_filter(table, [{"p": "zz"}])
     with pytest.raises(InvalidArgumentError, match="not partition columns"):
         partition_spec_filter(table, [{"q": "a"}])

@@ -27,7 +27,7 @@ def selected(where: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize(
-    "where, count",
+    ("where", "count"),
     [
         ("dt = '2026-11-02'", 4),
         ("dt >= DATE '2026-11-02' AND hr IN (1, 3)", 4),
@@ -58,7 +58,7 @@ def test_selection_details():
 
 
 @pytest.mark.parametrize(
-    "where, problem",
+    ("where", "problem"),
     [
         ("reflect('java.lang.System', 'exit', 1)", "function calls are not allowed (reflect(...) at character 1)"),
         ("region = reflect('java.lang.System', 'getProperty', 'user.home')", "function calls are not allowed (reflect"),

@@ -32,6 +32,7 @@ import sys
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pytest
@@ -363,9 +364,9 @@ def _block_of(page: str, command: str) -> str:
 
 
 class _Receiver(http.server.BaseHTTPRequestHandler):
-    events: list[dict] = []
+    events: ClassVar[list[dict]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:  # http.server's name
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).events.append({"path": self.path, "event": json.loads(body)})
         self.send_response(201)
@@ -400,7 +401,7 @@ def test_openlineage_submit(tmp_path):
     assert result["lineage"] == "capture"
     events = [e["event"] for e in handler.events]
     assert {e["path"] for e in handler.events} == {"/api/v1/lineage"}
-    assert [e["eventType"] for e in events][0] == "START" and "COMPLETE" in [e["eventType"] for e in events]
+    assert next(e["eventType"] for e in events) == "START" and "COMPLETE" in [e["eventType"] for e in events]
     assert {e["job"]["namespace"] for e in events} == {"spark-prod"}
     namespace = "file://" + warehouse
     outputs = {(d["namespace"], d["name"]) for e in events for d in e.get("outputs", [])}

@@ -30,7 +30,7 @@ ORDERS = [
 ]
 
 
-@pytest.fixture()
+@pytest.fixture
 def orders_warehouse(tmp_path: Path) -> str:
     """``db.orders`` (4 orders) and ``db.orders_enriched`` holding the buggy job's output.
 

@@ -155,7 +155,7 @@ def test_validate_names_the_bad_param(orders_warehouse, conf, message):
         conf = {**conf, "checkpoint": orders_warehouse}  # any folder that exists
     params = {**_default_params(), "warehouse": orders_warehouse, **conf}
     before = files_by_size(orders_warehouse)
-    with pytest.raises(AirflowFailException, match="invalid params|Paimon task") as err:
+    with pytest.raises(AirflowFailException, match=r"invalid params|Paimon task") as err:
         validate_run(params, {"params": params})
     assert message in str(err.value)
     assert "nothing was changed" in str(err.value)
@@ -210,7 +210,7 @@ def test_optional_schema_change_on_the_branch(orders_warehouse):
 
     before = files_by_size(orders_warehouse)
     bad = {**params, "branch_schema_changes": [{"op": "drop_column", "name": "nope"}]}
-    with pytest.raises(AirflowFailException, match="alter_branch: .*nope"):
+    with pytest.raises(AirflowFailException, match=r"alter_branch: .*nope"):
         validate_run(bad, {"params": bad}, dag.tasks)
     assert files_by_size(orders_warehouse) == before
 

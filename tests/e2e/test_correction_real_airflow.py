@@ -26,7 +26,7 @@ DAG_ID = "paimon_data_correction"
 RUN_TIMEOUT = float(os.environ.get("PAIMON_E2E_RUN_TIMEOUT", "1200"))
 
 
-@pytest.fixture()
+@pytest.fixture
 def metadata_db(postgres_server_url: str, unique_name: str):
     """A fresh PostgreSQL database for this Airflow; dropped afterwards."""
     with postgres_database(postgres_server_url, unique_name) as url:

@@ -39,7 +39,7 @@ def _read_ids(warehouse: str, branch_tag: str | None = None) -> list[int]:
     return sorted(builder.new_read().to_arrow(builder.new_scan().plan().splits()).column("id").to_pylist())
 
 
-@pytest.fixture()
+@pytest.fixture
 def streamed_table(spark, tmp_path) -> str:
     """``db.events`` (append, partitioned by dt) written by a streaming query: one snapshot per file."""
     from pypaimon import CatalogFactory, Schema
@@ -126,7 +126,7 @@ def test_maintenance_dag_on_a_streamed_table(streamed_table, airflow_db):
 
 
 @pytest.mark.parametrize(
-    "conf,message",
+    ("conf", "message"),
     [
         ({"table": "db.nope"}, "table db.nope does not exist"),
         ({"orphan_older_than": "10 min"}, "older_than 10 min is shorter than 1 h"),

@@ -27,7 +27,7 @@ def target(request, tmp_path, unique_name) -> Iterator[StoreTarget]:
     drop_target(tgt)
 
 
-@pytest.fixture()
+@pytest.fixture
 def store(target):
     """An opened, empty ``LineageStore`` on each backend."""
     from airflow_provider_paimon.lineage import LineageStore
@@ -36,7 +36,7 @@ def store(target):
         yield opened
 
 
-@pytest.fixture()
+@pytest.fixture
 def mysql_target(request, tmp_path, unique_name) -> Iterator[StoreTarget]:
     tgt = make_target("mysql", request, tmp_path, unique_name)
     yield tgt

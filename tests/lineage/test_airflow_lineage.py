@@ -17,11 +17,11 @@ import pytest
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="paimon-lineage-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
-from airflow.sdk.exceptions import AirflowFailException  # noqa: E402
+from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.hooks.lineage import PaimonLineageHook, url_from_connection  # noqa: E402
-from airflow_provider_paimon.lineage import LineageStore, SnapshotRef  # noqa: E402
-from airflow_provider_paimon.operators.lineage import (  # noqa: E402
+from airflow_provider_paimon.hooks.lineage import PaimonLineageHook, url_from_connection
+from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
+from airflow_provider_paimon.operators.lineage import (
     DeleteDataLineageOperator,
     DeleteTableLineageOperator,
 )
@@ -87,7 +87,7 @@ def test_hook_with_password_keeps_it_out_of_logs_and_errors(monkeypatch, caplog)
     ok, message = hook.test_connection()
     assert not ok and "cannot reach lineage store" in message and SECRET not in message
     op = DeleteDataLineageOperator(task_id="x", job="j", lineage_conn_id="lineage_down")
-    with pytest.raises(Exception) as info:
+    with pytest.raises(Exception) as info:  # noqa: PT011 - any error: the test is about what it shows
         op.execute(context={})
     assert SECRET not in str(info.value) + repr(info.value) + caplog.text
     assert "root:***@127.0.0.1:1" in str(info.value)

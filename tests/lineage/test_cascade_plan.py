@@ -162,7 +162,7 @@ def test_plan_is_frozen_and_json_ready(store):
 # -- the command line ----------------------------------------------------------------------
 
 
-@pytest.fixture()
+@pytest.fixture
 def lake_url(tmp_path):
     url = f"sqlite:///{tmp_path}/cascade.sqlite"
     with LineageStore.from_url(url) as store:
@@ -217,7 +217,7 @@ def test_cli_errors_and_exit_codes(lake_url, tmp_path, capsys):
 # -- the API ---------------------------------------------------------------------------------
 
 
-@pytest.fixture()
+@pytest.fixture
 def client(lake_url):
     from fastapi import Header, HTTPException
     from fastapi.testclient import TestClient

@@ -12,7 +12,7 @@ from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 from airflow_provider_paimon.lineage.cli import main
 
 
-@pytest.fixture()
+@pytest.fixture
 def url(tmp_path):
     url = f"sqlite:///{tmp_path}/cli.sqlite"
     assert main(["init", "--url", url]) == 0
@@ -100,7 +100,7 @@ def test_mistyped_urls_are_masked_and_exit_2(url, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv,shown",
+    ("argv", "shown"),
     [
         (["jobs", "--ulr", f"mysql://root:{PW}@h"], "unrecognized arguments: --ulr <value not shown>"),
         (["jobs", f"--ulr=mysql://root:{PW}@h"], "unrecognized arguments: --ulr=<value not shown>"),
@@ -116,7 +116,7 @@ def test_usage_errors_never_echo_argument_values(argv, shown, capsys):
 
 
 @pytest.mark.parametrize(
-    "url,message",
+    ("url", "message"),
     [
         (f"mysql+pymysql://root:{PW}@127.0.0.1:abc/x", "has a port that is not a number"),
         (f"mysql+pymysql://root:{PW}@127.0.0.1:3306/x?connect_timeout=abc",

@@ -16,7 +16,7 @@ def test_python_sample_runs(tmp_path):
     server = 'LineageStore.from_url("mysql+pymysql://etl:pw@db:3306", database="paimon")'
     assert server in sample
     code = sample.replace(server, f'LineageStore.from_url("sqlite:///{tmp_path}/doc.sqlite")')
-    exec(compile(code, "docs/lineage.md", "exec"), {})  # noqa: S102 - our own documentation
+    exec(compile(code, "docs/lineage.md", "exec"), {})  # our own documentation
     with LineageStore.from_url(f"sqlite:///{tmp_path}/doc.sqlite") as store:
         assert store.next_barrier_id("dag.daily_batch") == 2
 

@@ -124,7 +124,7 @@ def acme_site(tmp_path_factory):
     return target
 
 
-@pytest.fixture()
+@pytest.fixture
 def with_acme(acme_site, monkeypatch):
     monkeypatch.syspath_prepend(str(acme_site))
     yield

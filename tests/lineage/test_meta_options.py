@@ -33,7 +33,7 @@ def text(url):
 
 
 @pytest.mark.parametrize(
-    "jdbc, expected",
+    ("jdbc", "expected"),
     [
         ("jdbc:mysql://db.example:3306/x", "mysql+pymysql://db.example:3306/x"),
         ("jdbc:mysql://db.example/x?useSSL=false&serverTimezone=UTC", "mysql+pymysql://db.example/x"),
@@ -76,7 +76,7 @@ def test_credentials_go_into_the_url_object_only(caplog):
 
 
 @pytest.mark.parametrize(
-    "opts, message",
+    ("opts", "message"),
     [
         ({"table-lineage": "maybe"}, "table-lineage.*must be a boolean"),
         ({"data-lineage": "ture"}, "data-lineage.*must be a boolean"),
@@ -154,7 +154,7 @@ def test_connection_extra_reaches_the_capture_through_the_environment():
 
 
 @pytest.mark.parametrize(
-    "conf, message",
+    ("conf", "message"),
     [
         ({"spark.paimon.lineage.enabled": "false", "spark.paimon.catalog.table-lineage": "true"},
          "contradicts the catalog options"),
@@ -232,7 +232,7 @@ def test_data_lineage_alone_records_only_snapshot_links(tmp_path, caplog):
 
 
 def test_both_flags_record_both(tmp_path, caplog):
-    src_t, sink_t, src_d, sink_d, _ = _record(
+    _src_t, sink_t, src_d, sink_d, _ = _record(
         tmp_path, {"table-lineage": "true", "data-lineage": "true"}, caplog
     )
     assert sink_t == [("db", "sink")] and src_d == [(1, 3)] and sink_d == [(1, 7)]
@@ -279,7 +279,7 @@ def test_data_source_options_keep_lineage_keys_away_from_pypaimon():
 
 
 @pytest.mark.parametrize(
-    "extra, message",
+    ("extra", "message"),
     [({"table-lineage": "maybe"}, "option 'table-lineage' must be a boolean"),
      ({"data-lineage": "true", "lineage-meta": "nope"}, "installed: jdbc, memory")],
 )

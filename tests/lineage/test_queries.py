@@ -267,6 +267,6 @@ def test_a_read_only_store_answers_queries_and_refuses_writes(store, target):
     build_chain(store)
     with LineageStore.from_url(target.url, target.database, read_only=True) as reader:
         assert names(upstream(reader, "dwd", "orders", 101)) == [(1, "dim.users", "main", 7), (1, "ods.raw", "main", 1)]
-        with pytest.raises(LineageError, match="read.only|READ ONLY|readonly"):
+        with pytest.raises(LineageError, match=r"read.only|READ ONLY|readonly"):
             reader.record_batch("x", 1, [SnapshotRef("a", "b", 1)], [])
     assert upstream(store, "a", "b", 1) == [] and store.source_data_lineages(job="x") == []

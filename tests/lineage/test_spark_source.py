@@ -12,7 +12,7 @@ from airflow_provider_paimon.spark.lineage.source import PaimonLineageDataSource
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture()
+@pytest.fixture
 def lineage_url(tmp_path, spark):
     spark.dataSource.register(PaimonLineageDataSource)
     url = f"sqlite:///{tmp_path}/spark.sqlite"

@@ -169,11 +169,10 @@ def test_options_table_keeps_catalog_options_but_not_secrets(store):
 
 def test_newer_schema_version_is_refused_and_left_alone(target):
     LineageStore.from_url(target.url, target.database).close()
-    with LineageStore.from_url(target.url, target.database) as store:
-        with store.engine.begin() as conn:
-            conn.execute(lineage_schema.schema_version.insert().values(
-                version=LATEST_VERSION + 1, description="from the future",
-                applied_at=datetime(2030, 1, 1)))
+    with LineageStore.from_url(target.url, target.database) as store, store.engine.begin() as conn:
+        conn.execute(lineage_schema.schema_version.insert().values(
+            version=LATEST_VERSION + 1, description="from the future",
+            applied_at=datetime(2030, 1, 1)))
     with pytest.raises(SchemaVersionError, match=rf"version {LATEST_VERSION + 1}.*upgrade airflow-provider-paimon"):
         LineageStore.from_url(target.url, target.database)
 

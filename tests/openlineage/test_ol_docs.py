@@ -21,4 +21,4 @@ def test_doc_sample_runs(index, tmp_path, monkeypatch):
     for key in [k for k in os.environ if k.startswith("OPENLINEAGE")]:
         monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
-    exec(compile(SAMPLES[index], f"{DOC.name}[sample {index}]", "exec"), {})  # noqa: S102
+    exec(compile(SAMPLES[index], f"{DOC.name}[sample {index}]", "exec"), {})

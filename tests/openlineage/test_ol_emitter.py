@@ -292,7 +292,7 @@ def test_bad_config_disables_with_warning_or_raises_when_strict(conf, caplog):
     emitter = PaimonLineageEmitter.from_conf(conf)
     assert not emitter.enabled
     assert "OpenLineage is off" in caplog.text
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError) as info:  # noqa: PT011 - the test is about what it hides
         PaimonLineageEmitter.from_conf(conf, strict=True)
     assert API_KEY not in str(info.value) + caplog.text
 

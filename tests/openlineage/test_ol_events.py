@@ -57,7 +57,7 @@ def to_dict(obj) -> dict:
     return json.loads(Serde.to_json(obj))
 
 
-@pytest.fixture()
+@pytest.fixture
 def refs(tmp_path):
     wh = str(tmp_path / "wh")
     src = PaimonTableRef(wh, "sales", "orders", snapshot_id=12, schema_fields=ARROW_SCHEMA,
@@ -175,7 +175,7 @@ def test_dataset_kinds_and_minimal_dataset():
                                  table_path="/elsewhere/t"))
     assert out["outputFacets"]["outputStatistics"]["rowCount"] == 3
     assert out["facets"]["symlinks"]["identifiers"][0]["name"] == "/elsewhere/t"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="kind must be 'input' or 'output'"):
         paimon_dataset("/wh", "db", "t", kind="sideways")
     with pytest.raises(TypeError):
         paimon_dataset("/wh", "db", "t", schema_fields=[1, 2])
@@ -279,9 +279,9 @@ def test_run_ids_and_arguments():
     run = PaimonJobRun("job", streaming=True, run_id=str(uuid.uuid4()).upper())
     assert run.run_id == run.run_id.lower()
     assert "job" in repr(run)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="run_id must be a UUID"):
         PaimonJobRun("job", streaming=True, run_id="nope")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="job_name must not be empty"):
         PaimonJobRun("", streaming=True)
     with pytest.raises(TypeError):
         run.start(inputs=[paimon_dataset("/wh", "db", "t", kind="output")])
@@ -302,7 +302,7 @@ def test_module_imports_neither_spark_nor_airflow():
 
 def test_batch_job_completes_with_its_batch_facet(refs):
     """A batch job: START, then COMPLETE carrying the data lineage of its one batch."""
-    wh, src, dst = refs
+    _wh, src, dst = refs
     run = PaimonJobRun("nightly.compact", streaming=False)
     start = validate_event(run.start(inputs=[src], outputs=[dst]))
     done = validate_event(run.batch(41, sources=[src], sinks=[dst], state="COMPLETE"))

@@ -56,7 +56,7 @@ def test_dataset_names_follow_paimon():
     assert dataset_name("sales", "orders", "main") == "sales.orders"
     assert dataset_name("sales", "orders", "") == "sales.orders"
     assert dataset_name("sales", "orders", "fix") == "sales.orders$branch_fix"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="database and table must both be non-empty"):
         dataset_name("", "orders")
 
 

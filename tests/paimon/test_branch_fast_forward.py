@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, rows, table_dir, tree, write
@@ -121,7 +122,7 @@ def test_matches_java_on_disk_and_reads(warehouse, tmp_path, kind):
     assert not os.path.exists(os.path.join(tdir, ".branch-op.json"))
     # writes to main continue after the branch's latest snapshot
     write(load_table(catalog, "db.t"), [999])
-    assert rows(catalog) == sorted(new + [(999, "m999")])
+    assert rows(catalog) == sorted([*new, (999, "m999")])
     assert max(ids) + 1 in [int(n[9:]) for n in os.listdir(os.path.join(tdir, "snapshot")) if n.startswith("snapshot-")]
 
 
@@ -150,7 +151,7 @@ def test_schema_change_on_branch_follows(warehouse, tmp_path):
 
 
 def test_validation_writes_nothing(warehouse):
-    catalog, t, _, _ = scenario(warehouse, "ahead")
+    _catalog, t, _, _ = scenario(warehouse, "ahead")
     ops.create_branch(t, "empty")
     before = tree(warehouse)
     with pytest.raises(InvalidNameError):
@@ -207,7 +208,7 @@ def test_concurrent_commit_is_refused_and_kept(warehouse, monkeypatch):
     monkeypatch.setattr(faults, "check", commit_midway)
     with pytest.raises(ConcurrentModificationError, match="main changed during fast-forward"):
         ops.fast_forward(t, "fix")
-    assert rows(catalog) == sorted(old + [(777, "m777")])
+    assert rows(catalog) == sorted([*old, (777, "m777")])
     assert not os.path.exists(os.path.join(table_dir(warehouse), ".branch-op.json"))
     monkeypatch.setattr(faults, "check", real_check)
     ops.fast_forward(t, "fix")
@@ -231,7 +232,7 @@ def test_commit_beside_a_killed_fast_forward_stays_visible_and_is_kept(warehouse
         faults.clear()
     assert rows(catalog) == new
     write(load_table(catalog, "db.t"), [777])
-    with_commit = sorted(new + [(777, "m777")])
+    with_commit = sorted([*new, (777, "m777")])
     assert rows(catalog) == with_commit
     result = ops.fast_forward(t, "fix")
     assert result["resumed"] is True
@@ -243,10 +244,10 @@ def test_commit_beside_a_killed_fast_forward_stays_visible_and_is_kept(warehouse
     ids = sorted(int(n[9:]) for n in os.listdir(os.path.join(tdir, "snapshot")) if n.startswith("snapshot-"))
     assert ids[-1] == lb + 1 and hint(tdir, "LATEST") == lb + 1
     for sid in ids[:-1]:
-        main_doc = open(os.path.join(tdir, "snapshot", f"snapshot-{sid}")).read()
+        main_doc = Path(os.path.join(tdir, "snapshot", f"snapshot-{sid}")).read_text()
         branch_path = os.path.join(tdir, "branch", "branch-fix", "snapshot", f"snapshot-{sid}")
         if sid >= 2:
-            assert main_doc == open(branch_path).read(), sid
+            assert main_doc == Path(branch_path).read_text(), sid
 
 
 def test_commit_into_the_gap_of_a_killed_fast_forward_is_kept(warehouse):
@@ -264,5 +265,5 @@ def test_commit_into_the_gap_of_a_killed_fast_forward_is_kept(warehouse):
     write(load_table(catalog, "db.t"), [777])
     with pytest.raises(ConcurrentModificationError, match="main changed during fast-forward"):
         ops.fast_forward(t, "fix")
-    assert rows(catalog) == sorted(old + [(777, "m777")])
+    assert rows(catalog) == sorted([*old, (777, "m777")])
     assert not os.path.exists(os.path.join(table_dir(warehouse), ".branch-op.json"))

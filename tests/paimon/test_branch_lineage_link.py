@@ -40,7 +40,7 @@ def _scenario(warehouse: str):
     return catalog, t
 
 
-@pytest.fixture()
+@pytest.fixture
 def store_url(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path}/lineage.sqlite"
     with LineageStore.from_url(url) as store:

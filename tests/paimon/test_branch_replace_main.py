@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -66,7 +67,7 @@ def referenced_manifest_lists(warehouse: str) -> set[str]:
     names = set()
     for n in files_in(warehouse, "snapshot"):
         if n.startswith("snapshot-"):
-            doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", n)))
+            doc = json.loads(Path(os.path.join(table_dir(warehouse), "snapshot", n)).read_text())
             names.update(doc.get(k) for k in ("baseManifestList", "deltaManifestList", "changelogManifestList"))
     return names - {None}
 
@@ -85,8 +86,8 @@ def test_main_reads_as_branch_history_and_backup_kept(warehouse):
     assert rows(catalog, branch="before_fix") == old
     assert snapshot_ids(warehouse) == [1, 2, 3, 4, 5]
     tdir = table_dir(warehouse)
-    assert open(os.path.join(tdir, "snapshot", "LATEST")).read() == "5"
-    doc = json.load(open(os.path.join(tdir, "snapshot", "snapshot-5")))
+    assert Path(os.path.join(tdir, "snapshot", "LATEST")).read_text() == "5"
+    doc = json.loads(Path(os.path.join(tdir, "snapshot", "snapshot-5")).read_text())
     assert doc["commitKind"] == "OVERWRITE"
     assert doc["properties"]["replace-main.branch"] == "fix"
     assert doc["totalRecordCount"] == len(new)
@@ -97,12 +98,12 @@ def test_main_reads_as_branch_history_and_backup_kept(warehouse):
     # writes continue on main with the next id
     write(load_table(catalog, "db.t"), [300])
     assert snapshot_ids(warehouse)[-1] == 6
-    assert rows(catalog) == sorted(new + [(300, "m300")])
+    assert rows(catalog) == sorted([*new, (300, "m300")])
     assert not os.path.exists(os.path.join(tdir, ".branch-op.json"))
 
 
 def test_rerun_after_success_changes_nothing(warehouse):
-    catalog, t, old, new = scenario(warehouse)
+    _catalog, t, _old, _new = scenario(warehouse)
     first = ops.replace_main(t, "fix")
     before = tree(warehouse)
     again = ops.replace_main(t, "fix")
@@ -112,7 +113,7 @@ def test_rerun_after_success_changes_nothing(warehouse):
 
 
 def test_undo_with_the_backup(warehouse):
-    catalog, t, old, new = scenario(warehouse)
+    catalog, t, old, _new = scenario(warehouse)
     backup = ops.replace_main(t, "fix")["backup"]["name"]
     assert backup.startswith("backup_main_")
     ops.replace_main(t, backup, backup=False)
@@ -132,7 +133,7 @@ def test_backup_as_tag_and_no_backup(warehouse):
     before_branches = files_in(warehouse, "branch")
     assert ops.replace_main(t, "fix", backup=False)["backup"] is None
     assert files_in(warehouse, "branch") == before_branches
-    assert rows(catalog) == sorted(new + [(150, "b150")])
+    assert rows(catalog) == sorted([*new, (150, "b150")])
 
 
 def test_schema_included(warehouse):
@@ -145,7 +146,7 @@ def test_schema_included(warehouse):
 
 
 def test_main_schema_change_is_replaced_by_branch_schema(warehouse):
-    catalog, t, old, new = scenario(warehouse)
+    catalog, t, _old, new = scenario(warehouse)
     catalog.alter_table("db.t", [SchemaChange.add_column("main_only", AtomicType("INT"))])
     result = ops.replace_main(t, "fix")
     assert result["schema_id"] == 2  # a new schema with the branch's columns
@@ -177,7 +178,7 @@ def test_independent_schema_changes_refused_without_writing(warehouse):
     ],
 )
 def test_bad_input_writes_nothing(warehouse, kwargs, error):
-    catalog, t, _, _ = scenario(warehouse)
+    _catalog, t, _, _ = scenario(warehouse)
     ops.create_branch(t, "empty")
     before = tree(warehouse)
     branch = kwargs.pop("branch")
@@ -187,7 +188,7 @@ def test_bad_input_writes_nothing(warehouse, kwargs, error):
 
 
 def _padded(rows_: list[tuple]) -> list[tuple]:
-    return sorted(r + (None,) for r in rows_)
+    return sorted((*r, None) for r in rows_)
 
 
 @pytest.mark.parametrize("widen", [False, True])
@@ -293,7 +294,7 @@ def test_concurrent_commit_is_refused_never_lost(warehouse, monkeypatch, point):
     monkeypatch.setattr(faults, "check", real_check)
     got = rows(catalog)
     assert (777, "m777") in [r[:2] for r in got]
-    assert [r[:2] for r in got] == sorted(old + [(777, "m777")])
+    assert [r[:2] for r in got] == sorted([*old, (777, "m777")])
     # the preparation was undone: no journal, no backup, no orphan manifest lists of ours
     assert not os.path.exists(os.path.join(table_dir(warehouse), ".branch-op.json"))
     assert "branch-bk" not in files_in(warehouse, "branch")
@@ -321,7 +322,7 @@ def test_new_main_snapshot_names_the_replacing_run_not_the_branch_writer(warehou
 
     result = ops.replace_main(t, "fix")
 
-    doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", f"snapshot-{result['main_snapshot_id']}")))
+    doc = json.loads(Path(os.path.join(table_dir(warehouse), "snapshot", f"snapshot-{result['main_snapshot_id']}")).read_text())
     props = doc["properties"]
     assert props["airflow.dag_id"] == "publish" and props["airflow.run_id"] == "manual__9"
     assert props["airflow.task_id"] == "replace" and props["airflow.try_number"] == "1"

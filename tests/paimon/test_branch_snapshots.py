@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from test_branch_support import load_table, make_table, table_dir, write
 
@@ -34,8 +35,8 @@ def test_latest_and_earliest_follow_the_hints(warehouse):
     os.unlink(os.path.join(snap, "snapshot-1"))
     assert s.earliest_snapshot_id(layout) == 2
     s.write_hints(layout)
-    assert open(os.path.join(snap, "LATEST")).read() == "3"
-    assert open(os.path.join(snap, "EARLIEST")).read() == "2"
+    assert Path(os.path.join(snap, "LATEST")).read_text() == "3"
+    assert Path(os.path.join(snap, "EARLIEST")).read_text() == "2"
     assert [i.id for i in s.list_snapshots(layout)] == [2, 3]
     assert s.latest_snapshot(layout)["id"] == 3
 

@@ -21,7 +21,7 @@ def run(capsys, module, argv: list[str]) -> tuple[int, dict | None, str]:
     return code, parse_result(out), err
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     write(t, [1])
@@ -109,7 +109,7 @@ def test_errors_exit_nonzero_with_clear_message_and_write_nothing(
 
 def test_launcher_subprocess_plain_python(warehouse, table):
     """One real process: ``python launcher.py branch create ...`` then ``list``."""
-    catalog, t = table
+    catalog, _t = table
     script = launcher.__file__
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(

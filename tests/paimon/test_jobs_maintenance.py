@@ -19,7 +19,7 @@ def run(capsys, module, argv: list[str]) -> tuple[int, dict | None, str]:
     return code, parse_result(out), err
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     for i in range(1, 6):
@@ -57,7 +57,7 @@ def test_each_command_runs_its_operation(capsys, warehouse, table):
 
 
 @pytest.mark.parametrize(
-    "argv,text",
+    ("argv", "text"),
     [
         ([], "first argument must be a command"),
         (["vacuum"], "first argument must be a command"),

@@ -459,7 +459,7 @@ class Model:
         try:
             rerun = getattr(self, f"op_{op}")(br)
         except ConcurrentModificationError as err:
-            assert beside and "main changed" in str(err), err
+            assert beside and "main changed" in str(err), err  # noqa: PT017 - a refusal is one outcome of the model
             assert not os.path.exists(os.path.join(self.tdir, ".branch-op.json"))
             self.replay = []
             rerun = "refused: main changed"

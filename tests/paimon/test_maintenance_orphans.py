@@ -163,7 +163,7 @@ def test_pending_and_stale_journals(warehouse):
 
 
 def test_pending_expiry_journal_is_kept(warehouse):
-    catalog, t = scenario(warehouse)
+    _catalog, t = scenario(warehouse)
     faults.set_fault("expire.manifests")
     try:
         with pytest.raises(faults.InjectedFault):

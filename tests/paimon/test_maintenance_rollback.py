@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, open_catalog, table_dir, tree, write
@@ -55,14 +56,14 @@ def test_destructive_rollback_removes_later_snapshots_tags_and_their_files(wareh
     tdir = table_dir(warehouse)
     assert meta_ids(tdir, None, "snapshot", "snapshot-") == ["1", "2", "3"]
     assert meta_ids(tdir, None, "tag", "tag-") == ["t2"]
-    assert open(os.path.join(tdir, "snapshot", "LATEST")).read() == "3"
+    assert Path(os.path.join(tdir, "snapshot", "LATEST")).read_text() == "3"
     assert read_rows(load_table(catalog, "db.t")) == want
     # the compacted file and snapshot 5's file were needed by nothing left
     assert len(files - data_files(warehouse)) == 2 and result["deleted_by_kind"]["data"] == 2
     # writing goes on from the target
     write(load_table(catalog, "db.t"), [9])
     assert meta_ids(tdir, None, "snapshot", "snapshot-")[-1] == "4"
-    assert read_rows(load_table(catalog, "db.t")) == sorted(want + [(9, "m9")])
+    assert read_rows(load_table(catalog, "db.t")) == sorted([*want, (9, "m9")])
 
 
 def test_destructive_rollback_keeps_what_a_branch_needs(warehouse):
@@ -97,7 +98,7 @@ def test_rollback_as_latest_keeps_history(warehouse, monkeypatch):
     for key, rows_ in before.items():
         if key[1] != "latest" or key[0] != "main":
             assert after[key] == rows_, key
-    doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", "snapshot-6")))
+    doc = json.loads(Path(os.path.join(table_dir(warehouse), "snapshot", "snapshot-6")).read_text())
     assert doc["commitKind"] == "OVERWRITE" and doc["properties"]["rollback.tag"] == "t2"
     assert doc["properties"]["airflow.dag_id"] == "undo_bad_load"
     assert doc["properties"]["airflow.run_id"] == "manual__3"
@@ -110,7 +111,7 @@ def test_rollback_as_latest_keeps_history(warehouse, monkeypatch):
 
 
 def test_a_tag_a_branch_was_created_from_blocks_destructive_rollback(warehouse):
-    catalog, t = history(warehouse)
+    _catalog, t = history(warehouse)
     bops.create_branch(t, "fix", tag="t5")
     before = tree(warehouse)
     with pytest.raises(TagInUseError, match="tag 't5' would go, and branch 'fix' was created from it"):
@@ -131,7 +132,7 @@ def test_a_tag_a_branch_was_created_from_blocks_destructive_rollback(warehouse):
     ],
 )
 def test_bad_input_changes_nothing(warehouse, kwargs, exc, match):
-    catalog, t = history(warehouse)
+    _catalog, t = history(warehouse)
     before = tree(warehouse)
     with pytest.raises(exc, match=match):
         rollback(t, **kwargs)
@@ -161,7 +162,7 @@ def test_crash_at_every_step_reads_and_rerun_finishes(warehouse, tmp_path, step)
 
 
 def test_every_step_is_a_fault_point(warehouse):
-    catalog, t = history(warehouse)
+    _catalog, t = history(warehouse)
     faults.clear()
     faults.record_points()  # unarmed points record nothing unless asked
     rollback(t, snapshot_id=3)
@@ -188,7 +189,7 @@ def test_sigkill_at_step_then_rerun(warehouse, tmp_path, mode, step):
     import subprocess
     import sys
 
-    catalog, t = history(warehouse)
+    catalog, _t = history(warehouse)
     old, want = read_rows(load_table(catalog, "db.t")), at(catalog, 3)
     between = {tuple(at(catalog, s)) for s in (3, 4, 5)}
     at_5 = at(catalog, 5)

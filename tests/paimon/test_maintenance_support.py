@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from test_branch_support import load_table, make_table, table_dir, write
@@ -169,7 +170,7 @@ def java_expire(tdir: str, retain_min: int, retain_max: int, older_than_ms: int,
             begin = sid + 1
             break
     tag_dir = os.path.join(tdir, "tag")
-    tagged = [json.load(open(os.path.join(tag_dir, n))) for n in sorted(os.listdir(tag_dir))] if os.path.isdir(tag_dir) else []
+    tagged = [json.loads(Path(os.path.join(tag_dir, n)).read_text()) for n in sorted(os.listdir(tag_dir))] if os.path.isdir(tag_dir) else []
     tag_data = set().union(*(_live(tdir, d) for d in tagged)) if tagged else set()
     deleted: set[str] = set()
     # data files: DELETE entries in the delta of (begin, end], unless a tag still holds them
@@ -234,7 +235,7 @@ def java_orphans(tdir: str, older_than_ms: int) -> set[str]:
             d = os.path.join(root, sub)
             for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
                 if name.startswith(f"{sub}-") and not name.endswith(".tmp"):
-                    used |= _doc_file_names(tdir, json.load(open(os.path.join(d, name))))
+                    used |= _doc_file_names(tdir, json.loads(Path(os.path.join(d, name)).read_text()))
                 elif sub == "snapshot" and name not in ("EARLIEST", "LATEST") and old(os.path.join(d, name)):
                     out.add(f"{rel_root}snapshot/{name}")
     for dirpath, _dirs, files in os.walk(tdir):

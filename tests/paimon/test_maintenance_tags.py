@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, rows, table_dir, tree, write
@@ -46,7 +47,7 @@ def _tag_with_retention(warehouse: str, name: str, snapshot_id: int, created: da
     from pypaimon.common.time_utils import duration_to_json_seconds, local_datetime_to_json_array
 
     tdir = table_dir(warehouse)
-    doc = json.load(open(os.path.join(tdir, "snapshot", f"snapshot-{snapshot_id}")))
+    doc = json.loads(Path(os.path.join(tdir, "snapshot", f"snapshot-{snapshot_id}")).read_text())
     doc["tagCreateTime"] = local_datetime_to_json_array(created)
     doc["tagTimeRetained"] = duration_to_json_seconds(retained)
     os.makedirs(os.path.join(tdir, "tag"), exist_ok=True)
@@ -88,7 +89,7 @@ def test_expire_tags(warehouse):
 
 
 def test_expire_tags_bad_input(warehouse):
-    catalog, t = make_table(warehouse)
+    _catalog, t = make_table(warehouse)
     write(t, [1])
     before = tree(warehouse)
     with pytest.raises(InvalidArgumentError, match="dry_run must be True or False"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, table_dir, write
@@ -81,7 +82,7 @@ def test_batch_writer_keeps_what_paimon_keeps(spark, warehouse):
         # same retained snapshots, hint and number of files of each kind as Paimon's rule
         assert _snap_ids(ta) == _snap_ids(tb) == list(range(max(1, n - 2), n + 1))
         if n > 3:
-            assert open(os.path.join(ta, "snapshot", "EARLIEST")).read().strip() == str(_snap_ids(ta)[0])
+            assert Path(os.path.join(ta, "snapshot", "EARLIEST")).read_text().strip() == str(_snap_ids(ta)[0])
         assert len(_files(ta, "bucket-")) == len(_files(tb, "bucket-"))
         assert len(_files(ta, "manifest")) == len(_files(tb, "manifest"))
         # plain pypaimon reads every retained snapshot as it read when committed
@@ -92,7 +93,7 @@ def test_batch_writer_keeps_what_paimon_keeps(spark, warehouse):
 
 
 def test_tags_branches_and_consumers_keep_what_they_need(spark, warehouse):
-    catalog, t = make_table(warehouse, options=RETAIN_TIME)
+    catalog, _t = make_table(warehouse, options=RETAIN_TIME)
     tdir = table_dir(warehouse)
     _spark_write(spark, warehouse, "db.t", [1])
     _spark_write(spark, warehouse, "db.t", [2], "overwrite")
@@ -200,7 +201,7 @@ def test_after_commit_gives_up_past_its_time_bound_and_never_raises(warehouse, c
     assert expire_after_commit(load_table(catalog, "db.t"), time_bound_s=-1) is None
     assert _state(tdir) == before and "write-only=true" in caplog.records[-1].getMessage()
     # a manifest list a retained snapshot needs is gone: warn (naming the table and the fix), change nothing
-    snap = json.load(open(os.path.join(tdir, "snapshot", "snapshot-5")))
+    snap = json.loads(Path(os.path.join(tdir, "snapshot", "snapshot-5")).read_text())
     os.rename(os.path.join(tdir, "manifest", snap["baseManifestList"]), os.path.join(tdir, "moved"))
     assert expire_after_commit(load_table(catalog, "db.t")) is None
     msg = caplog.records[-1].getMessage()

@@ -37,7 +37,7 @@ UNSAFE = {
 }
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     _catalog, t = make_table(warehouse)
     write(t, [1])

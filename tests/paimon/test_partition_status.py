@@ -141,7 +141,7 @@ def test_success_file_written_by_java_is_read(warehouse):
 def test_partition_path_follows_paimon_naming(warehouse):
     """Escaping, the default name for null, and legacy names, as the data directories."""
     schema = pa.schema([("id", pa.int64()), ("dt", pa.date32()), ("s", pa.string())])
-    catalog, t = make(warehouse, {"partition.default-name": "NULLP"}, schema, ("dt", "s"))
+    _catalog, t = make(warehouse, {"partition.default-name": "NULLP"}, schema, ("dt", "s"))
     write(t, [{"id": 1, "dt": dt.date(2026, 11, 3), "s": "a/b:c=d"}, {"id": 2, "dt": dt.date(2026, 11, 3), "s": None}], schema=schema)
     days = (dt.date(2026, 11, 3) - dt.date(1970, 1, 1)).days  # partition.legacy-name=true
     assert partition_path(t, {"dt": "2026-11-03", "s": "a/b:c=d"}) == f"dt={days}/s=a%2Fb%3Ac%3Dd"
@@ -183,7 +183,7 @@ def test_unpartitioned_and_other_mark_done_actions_refused(warehouse):
         mark_partition_done(flat, {"dt": "x"})
     _c, t = make(warehouse, {"partition.mark-done-action": "done-partition"})
     before = tree(warehouse)
-    with pytest.raises(InvalidArgumentError, match="partition.mark-done-action='done-partition'.*success-file"):
+    with pytest.raises(InvalidArgumentError, match=r"partition.mark-done-action='done-partition'.*success-file"):
         mark_partition_done(t, {"dt": "x"})
     assert tree(warehouse) == before
     _c2, t2 = make(os.path.join(warehouse, "w2"), {"partition.mark-done-action": "success-file,done-partition"})

@@ -189,12 +189,12 @@ def test_fault_at_every_step_reads_old_or_new_and_rerun_finishes(template, tmp_p
     for n in NAMES:
         snaps = os.listdir(os.path.join(table_dir(wh, n), "snapshot"))
         assert sorted(f for f in snaps if f.startswith("snapshot-")) == ["snapshot-1", "snapshot-2", "snapshot-3"]
-        assert open(os.path.join(table_dir(wh, n), "snapshot", "LATEST")).read() == "3"
+        assert Path(os.path.join(table_dir(wh, n), "snapshot", "LATEST")).read_text() == "3"
         assert not [d for d in os.listdir(os.path.join(table_dir(wh, n), "branch")) if d.startswith(".")]
 
 
 def test_resume_publish_without_arguments(template, tmp_path, monkeypatch):
-    wh, catalog = copy_of(template, tmp_path)
+    _wh, catalog = copy_of(template, tmp_path)
     fault_at(monkeypatch, PUBLISH_POINTS.index("replace_main.switch") + len(TABLE_STEPS))  # table b
     with pytest.raises(faults.InjectedFault):
         ops.publish_branches(catalog, PAIRS, backup_name="bk")
@@ -270,7 +270,7 @@ def test_a_concurrent_commit_stops_the_publish_and_a_rerun_finishes(template, tm
                 write(load_table(catalog, "db.b"), [777])
 
     monkeypatch.setattr(faults, "check", commit_midway)
-    with pytest.raises(ConcurrentModificationError, match="publish stopped at table db.b") as err:
+    with pytest.raises(ConcurrentModificationError, match=re.escape("publish stopped at table db.b")) as err:
         ops.publish_branches(catalog, PAIRS, backup_name="bk")
     monkeypatch.undo()
     assert "Tables already reading their branch: db.a" in str(err.value)
@@ -291,7 +291,7 @@ def test_a_table_already_reading_its_branch_is_backed_up_not_switched(template, 
     b_before = tree(os.path.join(table_dir(wh, "db.b"), "snapshot"))
     # killed right after b was recorded as unchanged, before its backup exists
     fault_at(monkeypatch, 1 + len(TABLE_STEPS))  # b's publish.plan
-    with pytest.raises(faults.InjectedFault, match="publish.plan"):
+    with pytest.raises(faults.InjectedFault, match=re.escape("publish.plan")):
         ops.publish_branches(catalog, PAIRS, backup_name="bk")
     monkeypatch.undo()
     assert [e["unchanged"] for e in ops.pending_publish(catalog)["tables"]] == [False, True, False]
@@ -443,7 +443,7 @@ def test_a_pending_single_table_operation_is_refused(template, tmp_path):
     finally:
         faults.clear()
     before = tree(wh)
-    with pytest.raises(ConcurrentModificationError, match="table db.c has another pending .*replace_main"):
+    with pytest.raises(ConcurrentModificationError, match=r"table db.c has another pending .*replace_main"):
         ops.publish_branches(catalog, PAIRS)
     assert tree(wh) == before
 
@@ -475,7 +475,7 @@ def test_journal_lives_in_the_warehouse(template, tmp_path):
             ops.publish_branches(catalog, PAIRS, journal_path=custom)
     finally:
         faults.clear()
-    doc = json.load(open(custom))
+    doc = json.loads(Path(custom).read_text())
     assert doc["op"] == "publish" and [e["table"] for e in doc["tables"]] == NAMES
     assert doc["tables"][0]["plan"]["N"] == 3 and doc["tables"][1]["plan"] is None
     assert ops.pending_publish(catalog) is None  # the default place holds nothing

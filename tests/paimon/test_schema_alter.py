@@ -6,6 +6,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -165,7 +166,7 @@ def test_old_rows_read_back_after_add_rename_widen(warehouse):
 
 
 def test_rerun_of_a_no_op_writes_nothing(warehouse):
-    catalog, t = make_orders(warehouse)
+    _catalog, t = make_orders(warehouse)
     change = [{"op": "set_option", "key": "snapshot.num-retained.max", "value": "7"}]
     assert alter_table(t, change)["changed"]
     before = tree(warehouse)
@@ -175,7 +176,7 @@ def test_rerun_of_a_no_op_writes_nothing(warehouse):
 
 
 def test_if_not_exists_and_if_exists_make_reruns_pass(warehouse):
-    catalog, t = make_orders(warehouse)
+    _catalog, t = make_orders(warehouse)
     changes = [{"op": "add_column", "name": "discount", "type": "DECIMAL(10,2)", "if_not_exists": True},
                {"op": "drop_column", "name": "note", "if_exists": True},
                {"op": "set_option", "key": "owner", "value": "ops"}]
@@ -186,7 +187,7 @@ def test_if_not_exists_and_if_exists_make_reruns_pass(warehouse):
     assert not again["changed"] and [c["op"] for c in again["skipped"]] == ["add_column", "drop_column"]
     assert tree(warehouse) == before
     # a column that exists with another type is still refused
-    with pytest.raises(SchemaChangeError, match="exists with type DECIMAL.10,2., not BIGINT"):
+    with pytest.raises(SchemaChangeError, match=r"exists with type DECIMAL.10,2., not BIGINT"):
         alter_table(t, [{"op": "add_column", "name": "discount", "type": "BIGINT", "if_not_exists": True}])
     assert tree(warehouse) == before
 
@@ -194,12 +195,12 @@ def test_if_not_exists_and_if_exists_make_reruns_pass(warehouse):
 def test_nullability_both_ways_while_the_branch_is_empty(warehouse):
     catalog, t = make_orders(warehouse, rows_=0)
     alter_table(t, [{"op": "update_column_nullability", "name": "qty", "nullable": False}])
-    assert [f for f in fields(catalog) if f[1] == "qty"][0][3] is False
+    assert next(f for f in fields(catalog) if f[1] == "qty")[3] is False
     assert load_table(catalog, "db.orders").table_schema.options == {"bucket": "1"}  # no switch left behind
     write_orders(load_table(catalog, "db.orders"), [(1, 5, "1.00", "x")])
     result = alter_table(t, [{"op": "update_column_nullability", "name": "qty", "nullable": "true"}])
     assert result["new_schema_id"] == 2
-    assert [f for f in fields(catalog) if f[1] == "qty"][0][3] is True
+    assert next(f for f in fields(catalog) if f[1] == "qty")[3] is True
     assert rows(catalog, "db.orders") == [("d1", 1, 5, decimal.Decimal("1.00"), "x")]
 
 
@@ -254,7 +255,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize(("change", "message"), REFUSALS, ids=[f"{c['op']}-{i}" for i, (c, _) in enumerate(REFUSALS)])
 def test_refused_with_a_clear_message_and_nothing_written(warehouse, change, message):
-    catalog, t = make_orders(warehouse)
+    _catalog, t = make_orders(warehouse)
     before = tree(warehouse)
     with pytest.raises(SchemaChangeError, match=message):
         alter_table(t, [{"op": "set_option", "key": "owner", "value": "ops"}, change])
@@ -262,7 +263,7 @@ def test_refused_with_a_clear_message_and_nothing_written(warehouse, change, mes
 
 
 def test_every_problem_is_named_at_once_and_nothing_written(warehouse):
-    catalog, t = make_orders(warehouse)
+    _catalog, t = make_orders(warehouse)
     ops.create_branch(t, "fix")
     before = tree(warehouse)
     with pytest.raises(SchemaChangeError) as err:
@@ -276,7 +277,7 @@ def test_every_problem_is_named_at_once_and_nothing_written(warehouse):
 
 
 def test_a_change_sees_the_earlier_ones_in_the_batch(warehouse):
-    catalog, t = make_orders(warehouse)
+    _catalog, t = make_orders(warehouse)
     with pytest.raises(SchemaChangeError, match="column 'note' does not exist"):
         alter_table(t, [{"op": "rename_column", "name": "note", "new_name": "remark"},
                         {"op": "drop_column", "name": "note"}])
@@ -288,14 +289,14 @@ def test_a_change_sees_the_earlier_ones_in_the_batch(warehouse):
 
 @pytest.mark.parametrize("bad", [[], "add x", [1], None])
 def test_malformed_change_lists_refused(warehouse, bad):
-    catalog, t = make_orders(warehouse, rows_=0)
+    _catalog, t = make_orders(warehouse, rows_=0)
     with pytest.raises(SchemaChangeError):
         alter_table(t, bad)
     assert schema_files(warehouse) == ["schema-0"]
 
 
 def test_unknown_branch_refused(warehouse):
-    catalog, t = make_orders(warehouse, rows_=0)
+    _catalog, t = make_orders(warehouse, rows_=0)
     with pytest.raises(BranchNotFoundError, match="branch 'nope' does not exist"):
         alter_table(t, [{"op": "drop_column", "name": "note"}], branch="nope")
 
@@ -403,9 +404,9 @@ def test_fast_forward_after_a_branch_schema_change(warehouse):
 
 def test_not_null_refused_when_the_snapshot_does_not_count_rows(warehouse):
     """A snapshot without ``totalRecordCount`` (older writers): rows are assumed."""
-    catalog, t = make_orders(warehouse, rows_=1)
+    _catalog, t = make_orders(warehouse, rows_=1)
     path = os.path.join(table_dir(warehouse, "db.orders"), "snapshot", "snapshot-1")
-    doc = json.load(open(path))
+    doc = json.loads(Path(path).read_text())
     doc.pop("totalRecordCount")
     with open(path, "w") as fh:
         json.dump(doc, fh)

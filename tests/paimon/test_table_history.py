@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, table_dir, write
@@ -91,7 +92,7 @@ def test_run_properties_and_paging(tmp_path, monkeypatch):
     for i in range(5):
         write(t, [i])
     d = table_dir(str(tmp_path))
-    doc = json.load(open(f"{d}/snapshot/snapshot-5"))
+    doc = json.loads(Path(f"{d}/snapshot/snapshot-5").read_text())
     doc["properties"] = {"airflow.dag_id": "nightly", "airflow.run_id": "r9", "airflow.task_id": "load",
                          "airflow.try_number": "2", "spark.app.id": "local-123"}
     with open(f"{d}/snapshot/snapshot-5", "w") as fh:
@@ -116,7 +117,7 @@ def make_many_snapshots(table, warehouse: str, count: int) -> None:
     """``count`` snapshots on main, cheaply: copies of one real commit's file under new ids."""
     write(table, [1])
     d = table_dir(warehouse)
-    doc = json.load(open(f"{d}/snapshot/snapshot-1"))
+    doc = json.loads(Path(f"{d}/snapshot/snapshot-1").read_text())
     for sid in range(2, count + 1):
         doc.update(id=sid, commitKind="COMPACT" if sid % 10 == 0 else "APPEND", uuid=f"u-{sid}")
         with open(f"{d}/snapshot/snapshot-{sid}", "w") as fh:

@@ -6,6 +6,7 @@ import json
 import os
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, rows, table_dir, tree, write
@@ -25,7 +26,7 @@ from airflow_provider_paimon.paimon.tag.delete import TagInUseError
 from airflow_provider_paimon.paimon.tag.run_tag import run_tag_name
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     write(t, [1])
@@ -35,7 +36,7 @@ def table(warehouse):
 
 def java_local_datetime(arr: list[int]) -> datetime:
     """Jackson's LocalDateTime array (trailing zero fields left out) as a datetime."""
-    year, month, day, hour, minute, second, nano = (list(arr) + [0, 0])[:7]
+    year, month, day, hour, minute, second, nano = ([*list(arr), 0, 0])[:7]
     return datetime(year, month, day, hour, minute, second, nano // 1000)
 
 
@@ -53,7 +54,7 @@ def test_time_retained_is_written_as_java_does_and_expire_tags_honours_it(wareho
     create_tag(t, "plain", snapshot_id=2)
     assert out["time_retained"] == "7 d" and out["time_retained_seconds"] == 604800.0
     doc = _tag_doc(warehouse, "weekly")
-    snapshot = json.load(open(os.path.join(table_dir(warehouse), "snapshot", "snapshot-1")))
+    snapshot = json.loads(Path(os.path.join(table_dir(warehouse), "snapshot", "snapshot-1")).read_text())
     assert {k: v for k, v in doc.items() if not k.startswith("tag")} == snapshot
     assert doc["tagTimeRetained"] == 604800.0  # a Duration in decimal seconds
     created = doc["tagCreateTime"]  # a LocalDateTime as Jackson's array
@@ -131,7 +132,7 @@ def test_rename_killed_between_its_steps_reads_and_a_rerun_finishes(warehouse, t
 
 
 @pytest.mark.parametrize(
-    "prefix,logical_date,run_id,expected",
+    ("prefix", "logical_date", "run_id", "expected"),
     [
         ("etl", datetime(2026, 11, 24, 9, 0), None, "etl-20261124T090000Z"),
         ("etl", datetime(2026, 11, 24, 9, 0, 0, 250000), "x", "etl-20261124T090000.250000Z"),
@@ -157,7 +158,7 @@ def test_long_run_tag_names_fit_and_stay_distinct():
 
 
 @pytest.mark.parametrize(
-    "value,expected",
+    ("value", "expected"),
     [(timedelta(hours=2), timedelta(hours=2)), (90, timedelta(seconds=90)), (1.5, timedelta(seconds=1.5)),
      ("3600", timedelta(hours=1)), ("1 h", timedelta(hours=1)), ("30min", timedelta(minutes=30)),
      ("7 d", timedelta(days=7)), ("500 ms", timedelta(milliseconds=500)), ("0", timedelta(0))],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from test_branch_support import load_table, make_table, table_dir, tree, write
@@ -20,7 +21,7 @@ from airflow_provider_paimon.paimon.errors import (
 )
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog, t = make_table(warehouse)
     write(t, [1])
@@ -41,8 +42,8 @@ def test_create_latest_and_given_snapshot_on_main(warehouse, table):
     assert tag_rows(catalog, "latest") == [1, 2]
     assert tag_rows(catalog, "first") == [1]
     # the file is the snapshot document, as Paimon Java writes a tag without retention
-    tag_doc = json.load(open(os.path.join(table_dir(warehouse), "tag", "tag-first")))
-    snap_doc = json.load(open(os.path.join(table_dir(warehouse), "snapshot", "snapshot-1")))
+    tag_doc = json.loads(Path(os.path.join(table_dir(warehouse), "tag", "tag-first")).read_text())
+    snap_doc = json.loads(Path(os.path.join(table_dir(warehouse), "snapshot", "snapshot-1")).read_text())
     assert tag_doc == snap_doc
     assert sorted(t.tag_manager().list_tags()) == ["first", "latest"]
     assert [(i.name, i.snapshot_id, i.record_count) for i in ops.list_tags(t)] == [("first", 1, 1), ("latest", 2, 2)]
@@ -64,7 +65,7 @@ def test_tags_on_a_branch_stay_on_it(warehouse, table):
 
 
 def test_delete(table):
-    catalog, t = table
+    _catalog, t = table
     ops.create_tag(t, "x")
     assert ops.delete_tag(t, "x") == {"tag": "x", "branch": "main", "snapshot_id": 2, "deleted": True}
     assert ops.list_tags(t) == []

@@ -45,6 +45,6 @@ class Tables:
         self.table(name, branch).consumer_manager().reset_consumer(consumer_id, Consumer(next_snapshot))
 
 
-@pytest.fixture()
+@pytest.fixture
 def tables(warehouse) -> Tables:
     return Tables(warehouse)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -22,7 +23,7 @@ from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
 JOB = "correction.run_fixed"
 
 
-@pytest.fixture()
+@pytest.fixture
 def setup(tables, tmp_path):
     """src (main, 3 snapshots), src2 branch 'fix' (3 snapshots), sink branch 'fix'; job lineage."""
     tables.create("db.src")
@@ -258,7 +259,7 @@ def test_wait_for_job_start_also_waits_for_the_store_to_exist(setup, tmp_path):
     assert not (tmp_path / "not-yet").exists()  # looking never creates it
     with pytest.raises(AirflowFailException, match="does not exist"):
         sensor(tables, missing).poke({})
-    with pytest.raises(AirflowFailException, match="table db.nope does not exist"):
+    with pytest.raises(AirflowFailException, match=re.escape("table db.nope does not exist")):
         sensor(tables, missing, wait_for_job_start=True, table="db.nope").poke({})
 
 
@@ -315,7 +316,7 @@ SECRET_URL = "postgresql+psycopg2://paimon:S3cretLineagePw@127.0.0.1:5432/lineag
 
 
 @pytest.mark.parametrize(
-    "kwargs, named",
+    ("kwargs", "named"),
     [
         (dict(lineage_url=SECRET_URL), "lineage_url carries a password"),
         (dict(lineage_url="postgresql+psycopg2://paimon@127.0.0.1/l?password=S3cretLineagePw"),

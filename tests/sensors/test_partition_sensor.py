@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 import time
 
@@ -23,7 +24,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
 
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(warehouse):
     catalog = open_catalog(warehouse)
     catalog.create_database("db", True)
@@ -109,7 +110,7 @@ def test_deferrable_defers_with_no_secrets_and_completes(warehouse, table):
     # secrets are refused before deferring; a connection id is what travels
     leaky = sensor(warehouse, deferrable=True,
                    warehouse_options={"fs.s3.accessKeyId": "AKIA", "fs.s3.accessKeySecret": "s3cr3t"})
-    with pytest.raises(AirflowFailException, match="fs.s3.accessKeySecret") as refused:
+    with pytest.raises(AirflowFailException, match=re.escape("fs.s3.accessKeySecret")) as refused:
         leaky.execute({})
     assert "s3cr3t" not in str(refused.value)
     with pytest.raises(ValueError, match="cannot defer") as refused:

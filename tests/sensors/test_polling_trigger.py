@@ -111,7 +111,7 @@ class ToyTrigger(PollingCheckTrigger[ToyChecker, dict[str, Any]]):
         checker.closed_in.append(threading.get_ident())
 
 
-@pytest.fixture()
+@pytest.fixture
 def clock(monkeypatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr(polling, "time", types.SimpleNamespace(time=fake.time, strftime=time.strftime, gmtime=time.gmtime))

@@ -61,7 +61,7 @@ with DAG({dag_id!r}, schedule=None) as dag:
 '''
 
 
-@pytest.fixture()
+@pytest.fixture
 def lineage_db(postgres_server_url: str, unique_name: str):
     """A fresh PostgreSQL database for the lineage store; its URL carries the password."""
     import sqlalchemy as sa
@@ -147,7 +147,7 @@ def test_trigger_and_rendered_fields_rows_hold_no_secret(tables, lineage_db, air
     # the Variable-based sensor refused to defer (it would store the password) and failed
     assert states["wait_var"] == "failed"
     assert not [kw for path, kw in triggers if "paimon_lineage_url" in json.dumps(kw)
-                or kw.get("check", {}).get("warehouse") == tables.warehouse and kw["check"].get("lineage_url")]
+                or (kw.get("check", {}).get("warehouse") == tables.warehouse and kw["check"].get("lineage_url"))]
 
     # the rendered fields were stored, masked
     assert rendered["wait_var"]["lineage_url"] == "***"

@@ -11,7 +11,7 @@ PW = "Sens0r-Pw-1a2b"
 
 
 @pytest.mark.parametrize(
-    "url,message",
+    ("url", "message"),
     [
         (f"mysql+pymysql:/root:{PW}@h", "'mysql+pymysql:/root:***@h' is not a SQLAlchemy URL"),
         (f"mysql+pymysql//root:{PW}@h", "'mysql+pymysql//root:***@h' is not a SQLAlchemy URL"),

@@ -88,12 +88,12 @@ class PaimonProbe:
         return self.table(name)
 
 
-@pytest.fixture()
+@pytest.fixture
 def probe(warehouse: str) -> PaimonProbe:
     return PaimonProbe(warehouse)
 
 
-@pytest.fixture()
+@pytest.fixture
 def paimon_io(spark, warehouse: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """``(read(table, **options), write(df, table, mode='append', **options))`` on ``warehouse``."""
 

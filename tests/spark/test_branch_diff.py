@@ -228,7 +228,7 @@ def test_checks_report_each_result_and_write_nothing(spark, wh):
     assert report.failed == ("no_negative_amounts", "nothing_lost", "has_d9", "explains", "broken", "forgot_return")
     assert json.loads(json.dumps(report.to_dict()))["failed"] == list(report.failed)
 
-    with pytest.raises(AuditFailedError, match="no_negative_amounts: 1 violating row.*do not publish branch 'fix'"):
+    with pytest.raises(AuditFailedError, match=r"no_negative_amounts: 1 violating row.*do not publish branch 'fix'"):
         run_checks(spark, "aud.p", "fix", {"no_negative_amounts": checks["no_negative_amounts"]}, warehouse=wh,
                    raise_on_failure=True)
     ok = run_checks(spark, "aud.p", "fix", [checks["ids_not_null"]], warehouse=wh, raise_on_failure=True)
@@ -261,15 +261,15 @@ def test_audit_job_reports_a_failed_check_with_exit_zero(spark, wh, capsys):
 
 def test_bad_input_is_refused_with_a_clear_error(spark, wh):
     before = _fingerprint(wh)
-    with pytest.raises(TableNotFoundError, match="aud.nope does not exist.*tables in aud: p, s, u"):
+    with pytest.raises(TableNotFoundError, match=r"aud.nope does not exist.*tables in aud: p, s, u"):
         branch_diff(spark, "aud.nope", "fix", warehouse=wh)
-    with pytest.raises(BranchNotFoundError, match="branch 'fx' does not exist.*branches: fix, same"):
+    with pytest.raises(BranchNotFoundError, match=r"branch 'fx' does not exist.*branches: fix, same"):
         branch_diff(spark, "aud.p", "fx", warehouse=wh)
     with pytest.raises(BranchNotFoundError, match="branch 'old'"):
         branch_diff(spark, "aud.p", "fix", warehouse=wh, base="old")
     with pytest.raises(InvalidArgumentError, match="branch and base are both 'main'"):
         branch_diff(spark, "aud.p", "main", warehouse=wh)
-    with pytest.raises(InvalidArgumentError, match="must be a query.*'INSERT'"):
+    with pytest.raises(InvalidArgumentError, match=r"must be a query.*'INSERT'"):
         run_checks(spark, "aud.p", "fix", ["INSERT INTO aud.p VALUES (1)"], warehouse=wh)
     with pytest.raises(InvalidArgumentError, match=r"names \{fix_rows\}; the tables are \{branch_rows\}"):
         run_checks(spark, "aud.p", "fix", ["SELECT * FROM {fix_rows}"], warehouse=wh)

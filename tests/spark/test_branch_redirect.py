@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import time
 
 import pyarrow as pa
@@ -141,7 +142,7 @@ def test_rules_keys_case_conflicts_and_names():
     with pytest.raises(InvalidArgumentError, match="different branches"):
         parse_redirects({PREFIX + "db.t": "a", PREFIX + "DB.T": "b"})
     assert redirect_conf({"db.t": "fix"}) == {PREFIX + "db.t": "fix"}
-    with pytest.raises(InvalidArgumentError, match="branch_redirects.*database.table"):
+    with pytest.raises(InvalidArgumentError, match=r"branch_redirects.*database.table"):
         redirect_conf({"orders": "fix"})
     with pytest.raises(InvalidArgumentError, match="names branch 'fix' but conf"):
         merge_redirects({PREFIX + "db.t": "other"}, {PREFIX + "db.t": "fix"})
@@ -222,11 +223,13 @@ def test_conflicting_option_missing_branch_and_malformed_key_fail_and_write_noth
     with conf_set(spark, {PREFIX + "db.dst": "fix", PREFIX + "db.src": "nope"}):
         with pytest.raises(Exception, match=r"branch='other' contradicts Spark conf spark\.paimon\.branch\.db\.dst='fix'"):
             write(df_of(spark, [7]), warehouse, "db.dst", branch="other")
-        with pytest.raises(Exception, match="branch 'nope' does not exist on table db.src"):
+        with pytest.raises(Exception, match=re.escape("branch 'nope' does not exist on table db.src")):
             write(df_of(spark, [7]), warehouse, "db.src")
-    with conf_set(spark, {PREFIX + "dst": "fix"}):
-        with pytest.raises(Exception, match=r"spark\.paimon\.branch\.dst' is not a branch redirect"):
-            read(spark, warehouse, "db.src").collect()
+    with (
+        conf_set(spark, {PREFIX + "dst": "fix"}),
+        pytest.raises(Exception, match=r"spark\.paimon\.branch\.dst' is not a branch redirect"),
+    ):
+        read(spark, warehouse, "db.src").collect()
     assert snapshots(warehouse) == before
 
 
@@ -234,9 +237,11 @@ def test_conflicting_option_missing_branch_and_malformed_key_fail_and_write_noth
 def test_redirect_set_after_register_fails_the_job_before_commit(spark, warehouse):
     make_tables(warehouse)
     before = snapshots(warehouse)
-    with conf_set(spark, {PREFIX + "db.dst": "fix"}, publish=False):  # planned on main
-        with pytest.raises(Exception, match="changed after airflow_provider_paimon.spark.register"):
-            write(df_of(spark, [7]), warehouse, "db.dst")
+    with (
+        conf_set(spark, {PREFIX + "db.dst": "fix"}, publish=False),  # planned on main
+        pytest.raises(Exception, match=re.escape("changed after airflow_provider_paimon.spark.register")),
+    ):
+        write(df_of(spark, [7]), warehouse, "db.dst")
     assert snapshots(warehouse) == before
 
 
@@ -320,7 +325,7 @@ def test_operator_validates_branch_redirects():
     # templated: checked at execute, once rendered
     op = _operator(branch_redirects={"sales.orders": "{{ params.branch }}"})
     op.branch_redirects = {"sales.orders": "1234"}  # as rendered
-    with pytest.raises(AirflowFailException, match="all digits.*nothing was submitted"):
+    with pytest.raises(AirflowFailException, match=r"all digits.*nothing was submitted"):
         op.spark_conf({}, lineage_on=False, database=None)
     whole = _operator(branch_redirects="{{ params.redirects }}")  # a template of the whole dict
     whole.branch_redirects = {"sales.orders": "fix"}

@@ -31,7 +31,7 @@ def _ids(probe, name):
     return sorted(probe.read_arrow(name).column("id").to_pylist())
 
 
-@pytest.fixture()
+@pytest.fixture
 def appended(spark, warehouse, probe):
     """A partitioned table with one committed write; returns its file listing."""
     df = spark.createDataFrame([(1, "a"), (2, "b")], "id INT, p STRING")
@@ -40,7 +40,7 @@ def appended(spark, warehouse, probe):
 
 
 def test_job_failing_mid_write_leaves_no_file_and_no_snapshot(spark, warehouse, probe, appended):
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     df = spark.range(0, 2000, numPartitions=4).selectExpr("cast(id as int) as id", "cast(id % 3 as string) as p")
     failing = df.withColumn("id", F.when(F.col("id") == 1500, F.raise_error(F.lit("boom"))).otherwise(F.col("id")))

@@ -33,7 +33,7 @@ EXPECTED = {
 }
 
 
-@pytest.fixture()
+@pytest.fixture
 def in_task(spark, monkeypatch):
     """The driver runs inside an Airflow task try (mapped, index 5)."""
     for key, value in CONTEXT.items():
@@ -45,7 +45,7 @@ def in_task(spark, monkeypatch):
     register(spark)
 
 
-@pytest.fixture()
+@pytest.fixture
 def outside_airflow(spark, monkeypatch):
     _clear(monkeypatch)
     register(spark)

@@ -35,7 +35,7 @@ def ddl(text: str) -> StructType:
 SCHEMA = ddl("id BIGINT, day STRING, amount DOUBLE")
 
 
-@pytest.fixture()
+@pytest.fixture
 def table(probe):
     """``db.orders`` partitioned by day, with one snapshot (written by plain pypaimon)."""
     import pyarrow as pa
@@ -55,7 +55,7 @@ def _source(wh, **options):
 
 
 @pytest.mark.parametrize(
-    "options, error, message",
+    ("options", "error", "message"),
     [
         ({"warehouse": None}, InvalidArgumentError, "option 'warehouse' is missing"),
         ({"table": None}, InvalidArgumentError, "option 'table' is missing"),
@@ -75,7 +75,7 @@ def test_bad_read_options(table, warehouse, probe, options, error, message):
 
 
 @pytest.mark.parametrize(
-    "schema_ddl, options, overwrite, error, message",
+    ("schema_ddl", "options", "overwrite", "error", "message"),
     [
         ("id BIGINT, amount DOUBLE", {}, False, SchemaMismatchError, r"missing column\(s\) day"),
         ("id STRING, day STRING, amount DOUBLE", {}, False, SchemaMismatchError,

@@ -138,7 +138,7 @@ def test_overwrite_of_some_partition_columns_replaces_every_matching_partition(s
 
 
 @pytest.mark.parametrize(
-    "name, value, message",
+    ("name", "value", "message"),
     [
         ("date", "2026-13-45", "value '2026-13-45' of partition column 'p' is not a valid DATE"),
         ("int", "abc", "value 'abc' of partition column 'p' is not a valid INT"),
@@ -225,7 +225,7 @@ def test_table_with_old_style_folders_reads_and_appends_identically(spark, paimo
 
 
 @pytest.mark.parametrize(
-    "option, value",
+    ("option", "value"),
     [("partition.legacy-name", "false"), ("partition.default-name", "NULLS")],
 )
 def test_a_write_cannot_rename_the_folders_of_an_existing_table(spark, paimon_io, probe, option, value):

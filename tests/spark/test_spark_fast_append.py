@@ -168,11 +168,11 @@ def test_spark_write_uses_fast_path_and_reads_back(spark, paimon_io, probe):
     files = [f for f in probe.data_files() if f.endswith(".parquet")]
     assert files
     meta = pq.ParquetFile(f"{probe.warehouse}/{files[0]}").metadata
-    id_column = [
+    id_column = next(
         meta.row_group(0).column(i)
         for i in range(meta.num_columns)
         if meta.row_group(0).column(i).path_in_schema == "id"
-    ][0]
+    )
     assert not any("DICTIONARY" in e for e in id_column.encodings)  # written by fast_append
     got = probe.read_arrow("db.sparkfast")
     assert sorted(got.column("id").to_pylist()) == list(range(3000))

@@ -90,7 +90,7 @@ def api_server_process(home: Path, extra_env: dict[str, str] | None = None, time
             (home / "dags" / name).write_text(source)
         subprocess.run([airflow_bin(), "dags", "reserialize"], env=env, check=True, capture_output=True, timeout=300)
     port = free_port()
-    log = open(home / "api-server.log", "w")
+    log = open(home / "api-server.log", "w")  # noqa: SIM115 - the server writes it until the finally below closes it
     proc = subprocess.Popen(
         [airflow_bin(), "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

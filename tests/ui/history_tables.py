@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -41,7 +42,7 @@ def with_run(warehouse: str, name: str, branch: str | None, sid: int, dag: str, 
     """Put an Airflow run on a snapshot (as the Spark writer would have)."""
     root = table_dir(warehouse, name) + (f"/branch/branch-{branch}" if branch else "")
     path = f"{root}/snapshot/snapshot-{sid}"
-    doc = json.load(open(path))
+    doc = json.loads(Path(path).read_text())
     doc["properties"] = {"airflow.dag_id": dag, "airflow.run_id": f"scheduled__2026-11-{sid:02d}",
                          "airflow.task_id": task, "airflow.try_number": "1", "spark.app.id": f"local-{sid}"}
     with open(path, "w") as fh:
@@ -81,7 +82,7 @@ def many_snapshots(warehouse: str, name: str, count: int) -> Any:
     t = _table(catalog, name)
     _write(t, [1])
     d = table_dir(warehouse, name)
-    doc = json.load(open(f"{d}/snapshot/snapshot-1"))
+    doc = json.loads(Path(f"{d}/snapshot/snapshot-1").read_text())
     for sid in range(2, count + 1):
         doc.update(id=sid, commitKind="COMPACT" if sid % 10 == 0 else "APPEND", uuid=f"u-{sid}")
         with open(f"{d}/snapshot/snapshot-{sid}", "w") as fh:

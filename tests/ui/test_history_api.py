@@ -45,7 +45,7 @@ def warehouse(tmp_path_factory):
     return wh
 
 
-@pytest.fixture()
+@pytest.fixture
 def client(warehouse):
     app = create_history_app(lambda: Source(warehouse), _user)
     return TestClient(app, headers={"Authorization": "Bearer t"})

@@ -19,7 +19,7 @@ def _user(authorization: str | None = Header(default=None)) -> str:
     return "someone"
 
 
-@pytest.fixture()
+@pytest.fixture
 def client(tmp_path):
     url = f"sqlite:///{tmp_path / 'lineage.db'}"
     seed_chain(url)
@@ -89,7 +89,7 @@ def test_plugin_reads_the_lineage_connection(tmp_path, monkeypatch):
 # -- the plugin's store: read-only, one per store, errors on the page ----------------------
 
 
-@pytest.fixture()
+@pytest.fixture
 def plugin_client(monkeypatch):
     """The app over the plugin's real store resolution (connection, env, default)."""
     from airflow_provider_paimon.plugins import lineage_plugin

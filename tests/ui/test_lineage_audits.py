@@ -132,7 +132,7 @@ def test_audit_panel_shows_reports_as_text(server, browser):
     page.wait_for_selector("#audits")
     shown = page.locator("#audits").inner_text()
     assert "dw.orders main..fix: +12 -8 rows in 2 of 10 partitions" in shown
-    assert "dt=2024-01-01: +12 −3" in shown and "report_dag / r1 / audit_orders" in shown
+    assert "dt=2024-01-01: +12 −3" in shown and "report_dag / r1 / audit_orders" in shown  # noqa: RUF001 - the page prints a real minus sign
     assert "FAILED" in shown and "bad " + XSS in shown and "failed checks: " + XSS in shown
     assert page.locator("#audits-out img").count() == 0
     assert page.evaluate("window.__xss") is None

@@ -18,6 +18,7 @@ is a side channel, so the emitter:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import queue
@@ -205,10 +206,8 @@ class PaimonLineageEmitter:
         self._closed = True
         worker = self._worker
         if worker is not None:
-            try:
+            with contextlib.suppress(queue.Full):
                 self._queue.put_nowait(_STOP)
-            except queue.Full:
-                pass
             worker.join(max(0.0, timeout - (time.monotonic() - start)))
         try:
             self._client.close(0)
@@ -325,7 +324,5 @@ def _kind(client: OpenLineageClient) -> str:
 def _flush_at_exit() -> None:
     """Give queued events a short last chance when the driver exits."""
     for emitter in list(_live_emitters):
-        try:
+        with contextlib.suppress(Exception):  # exiting anyway
             emitter.close(_EXIT_FLUSH_SECONDS)
-        except Exception:  # noqa: BLE001, S110 - exiting anyway
-            pass

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from openlineage.client.event_v2 import (
     InputDataset,
@@ -145,7 +145,7 @@ class PaimonTableRef:
     # Kept out of repr: they may hold a token.
     catalog_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
-    def dataset(self, kind: str) -> InputDataset | OutputDataset:
+    def dataset(self, kind: Literal["input", "output"]) -> InputDataset | OutputDataset:
         return paimon_dataset(
             self.warehouse,
             self.database,
@@ -155,7 +155,7 @@ class PaimonTableRef:
             schema_fields=self.schema_fields,
             table_path=self.table_path,
             stats=self.stats,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             catalog_options=self.catalog_options,
         )
 
@@ -197,9 +197,10 @@ class PaimonJobRun:
         self.job_name = job_name
         self.job_namespace = job_namespace or "default"
         self.streaming = streaming
-        self.run_id = _valid_uuid(run_id) if run_id else str(generate_new_uuid())
-        if self.run_id is None:
+        valid = _valid_uuid(run_id) if run_id else str(generate_new_uuid())
+        if valid is None:
             raise ValueError(f"run_id must be a UUID, not {run_id!r}")
+        self.run_id: str = valid
         self.parent = parent_run_facet(parent_conf)
         self.run_facet = PaimonRunFacet.from_properties(run_properties)
         self.engine_version = engine_version
@@ -322,7 +323,7 @@ class PaimonJobRun:
         return self.event(RunState.ABORT, inputs=inputs, outputs=outputs)
 
 
-def _as_dataset(item: Any, kind: str) -> Any:
+def _as_dataset(item: Any, kind: Literal["input", "output"]) -> Any:
     if isinstance(item, PaimonTableRef):
         return item.dataset(kind)
     expected = InputDataset if kind == "input" else OutputDataset

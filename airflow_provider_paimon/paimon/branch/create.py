@@ -62,9 +62,10 @@ def plan_branch_files(
     layout: TableLayout, *, tag: str | None, snapshot_id: int | None, source: str | None = None
 ) -> dict[str, Any]:
     """The documents a new branch starts with; raises if the tag/snapshot is unknown."""
-    if snapshot_id is not None:
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id <= 0:
-            raise InvalidArgumentError(f"snapshot id must be a positive integer, got {snapshot_id!r}")
+    if snapshot_id is not None and (
+        isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id <= 0
+    ):
+        raise InvalidArgumentError(f"snapshot id must be a positive integer, got {snapshot_id!r}")
     out: dict[str, Any] = {"tag": None, "snapshot": None, "schemas": {}}
     if tag is not None:
         tag_doc = read_tag(layout, source, tag)

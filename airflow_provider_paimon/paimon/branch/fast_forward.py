@@ -245,9 +245,11 @@ def _switch(layout: TableLayout, branch: str, plan: dict[str, Any], ahead: list[
     lb = plan["Lb"]
     if lm + 1 in plan["copy_snapshots"]:
         text = fileops.read_text(io, layout.snapshot_path(branch, lm + 1))
-        if not fileops.create_new(io, layout.snapshot_path(None, lm + 1), text or ""):
-            if fileops.read_text(io, layout.snapshot_path(None, lm + 1)) != text:
-                _check_unchanged(layout, branch, plan, ahead)
+        if (
+            not fileops.create_new(io, layout.snapshot_path(None, lm + 1), text or "")
+            and fileops.read_text(io, layout.snapshot_path(None, lm + 1)) != text
+        ):
+            _check_unchanged(layout, branch, plan, ahead)
     elif lb == lm:
         _copy_snapshot(layout, branch, lb)
     else:

@@ -18,7 +18,7 @@ from; the commit re-checks every file against the latest snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,7 +236,7 @@ def parse_partition_spec(text: str) -> dict[str, str]:
 
 
 def partition_spec_filter(
-    table: Any, specs: list[Mapping[str, str]], snapshot: Any = None
+    table: Any, specs: Sequence[Mapping[str, str]], snapshot: Any = None
 ) -> PartitionFilter:
     """A filter for the partitions matching any of ``specs`` (``{column: text}``).
 

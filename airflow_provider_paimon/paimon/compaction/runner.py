@@ -56,7 +56,7 @@ class CompactionResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "files_before": self.files_before,
             "bytes_before": self.bytes_before,
             "files_after": self.files_after,

@@ -252,7 +252,7 @@ class CompactWorker:
                 log.info("paimon stream compaction of %s gave up: %s", table_name(table), err)
             result.error = str(err)
             return _done(result, started)
-        except BaseException as err:
+        except BaseException as err:  # noqa: BLE001 - logged and returned: the stream goes on
             _delete_attempt_files(table, bins, prefix, keep=set())
             if self.pending is not None:
                 self.pending.clear(record)
@@ -289,7 +289,8 @@ def _still_alive(table: Any, changes: list[CompactChange]) -> tuple[list[Compact
         (tuple(e.partition.values), e.bucket, e.file.file_name)
         for e in live_entries(table, latest_snapshot(table))
     }
-    keep, dropped = [], []
+    keep: list[CompactChange] = []
+    dropped: list[CompactChange] = []
     for c in changes:
         ok = all((tuple(c.partition), c.bucket, f.file_name) in alive for f in c.before)
         (keep if ok else dropped).append(c)

@@ -57,7 +57,7 @@ def remove_orphan_files(table: Any, *, older_than: Any = None, dry_run: bool = F
     found, kept = _candidates(layout, used, cutoff)
     if not dry_run and found:
         used = needed_files(cache, live_only=False).names()  # re-check just before deleting
-    deleted = []
+    deleted: list[dict[str, Any]] = []
     for path, kind, size in found:
         if path.rsplit("/", 1)[-1] in used and kind not in ("temp", "staging"):
             kept["referenced by a new commit"] = kept.get("referenced by a new commit", 0) + 1
@@ -222,8 +222,8 @@ def _newest_object_millis(io, directory: str) -> int | None:
         times = [_listed_mtime(info) for _, info in list_files(io, directory)]
     except OSError:
         return None
-    times = [t for t in times if t is not None]
-    return max(times) if times else None
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def _finished_branch_op(layout: TableLayout) -> bool:
@@ -250,7 +250,9 @@ def _finished_replace_main(layout: TableLayout, doc: dict[str, Any]) -> bool:
 
     plan = doc.get("plan") or {}
     n = plan.get("N")
-    snap = read_snapshot(layout, None, int(n)) if n is not None else None
+    if n is None:
+        return False
+    snap = read_snapshot(layout, None, int(n))
     if snap is None or snap.get("uuid") != plan.get("snapshot_uuid"):
         return False
     backup = plan.get("backup")

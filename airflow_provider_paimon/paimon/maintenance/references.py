@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .. import fileops
 from ..snapshots import TableLayout, branch_names, read_snapshot, read_tag, snapshot_ids, tag_names
@@ -45,7 +45,7 @@ class MissingMetadataError(FileNotFoundError):
     """A manifest list or manifest that a snapshot names is not there."""
 
 
-class TimeBoundExceeded(TimeoutError):
+class TimeBoundExceeded(TimeoutError):  # noqa: N818 - a public name
     """Working out what is still needed took longer than the caller allowed.
 
     Raised only while planning (before anything is deleted), so the caller can give up
@@ -178,7 +178,9 @@ class ManifestCache:
     def _avro(self, path: str) -> list[dict[str, Any]]:
         import fastavro
 
-        return list(fastavro.reader(io.BytesIO(self._read_bytes(path))))
+        # fastavro types an item as any Avro value; a Paimon manifest's schema is a
+        # record, so every item is a dict
+        return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(self._read_bytes(path)))))
 
     def forget(self, paths: Any) -> None:
         """Drop deleted files from the shared cache (their names never come back)."""

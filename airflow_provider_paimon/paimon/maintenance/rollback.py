@@ -76,10 +76,12 @@ def rollback(
         target_id = int(tag_doc["id"])
         target = read_snapshot(layout, br, target_id) or {k: v for k, v in tag_doc.items() if k not in TAG_ONLY_FIELDS}
     else:
+        assert snapshot_id is not None  # exactly one of snapshot_id and tag (checked above)
         target_id = snapshot_id
-        target = read_snapshot(layout, br, target_id)
-        if target is None:
+        found = read_snapshot(layout, br, target_id)
+        if found is None:
             raise snapshot_not_found(layout, br, target_id)
+        target = found
     cache = ManifestCache(table, layout)
     resumed = finish_pending(layout, cache)
     if as_latest:

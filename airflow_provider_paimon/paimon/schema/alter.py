@@ -72,10 +72,10 @@ def _prepare(table: Any, changes: Any, branch: str | None) -> tuple[Any, ...]:
     layout = TableLayout.of(table)
     if branch is None:
         branch = table_branch(table)
-    if not is_main(branch):
+    if branch is not None and not is_main(branch):
         validate_branch_name(branch)
         require_branch(layout, branch)
-    branch_name = MAIN_BRANCH if is_main(branch) else branch
+    branch_name = MAIN_BRANCH if branch is None or is_main(branch) else branch
     manager = SchemaManager(layout.file_io, layout.table_path, branch_name)
     old = manager.latest()
     if old is None:

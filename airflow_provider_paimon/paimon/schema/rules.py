@@ -196,7 +196,10 @@ def _retype(m: SchemaModel, c: Change, where: str) -> None:
     if not isinstance(old, AtomicType):
         m.problems.append(f"{where}: column {name!r} has type {old}; only atomic column types can be changed")
         return
-    if new is not None and not new.nullable:
+    if new is None:  # parse_change requires "type" for update_column_type
+        m.problems.append(f"{where}: no new type given for {name!r}")
+        return
+    if not new.nullable:
         m.problems.append(
             f"{where}: give the type without NOT NULL ({c.args['type']!r}); "
             "nullability is changed with update_column_nullability"

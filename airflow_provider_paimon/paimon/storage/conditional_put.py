@@ -68,7 +68,7 @@ class S3ConditionalPut:
         return {"_options": self._options, "_verify": self._verify}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["_options"], state["_verify"])  # type: ignore[misc]
+        self.__init__(state["_options"], state["_verify"])  # type: ignore[misc]  # rebuilds the unpicklable parts
 
     @property
     def endpoint(self) -> str:

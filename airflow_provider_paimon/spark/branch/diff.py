@@ -25,13 +25,15 @@ import re
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ...paimon.errors import InvalidArgumentError, PaimonError
 from ...paimon.names import is_main
 
 if TYPE_CHECKING:  # pyspark is imported where Spark work happens: the Airflow layer imports this
     from pyspark.sql import Column, DataFrame
+
+    from ..native.plan import ReadPlan
 
 DEFAULT_LIMIT_PARTITIONS = 1000
 DEFAULT_SAMPLE_ROWS = 5
@@ -251,9 +253,11 @@ def _read_sides(
         )
     df_branch = read_table(spark, table, warehouse=warehouse, branch=None if is_main(branch) else branch, options=options)
     df_base = read_table(spark, table, warehouse=warehouse, branch=None if is_main(base) else base, options=options)
-    plan = df_branch.native_plan  # type: ignore[attr-defined]
+    # read_table sets native_plan; DataFrame.__getattr__ types any unknown name as a Column
+    plan = cast("ReadPlan", df_branch.native_plan)
+    base_plan = cast("ReadPlan", df_base.native_plan)
     keys = tuple(open_table(plan.options, time_travel=False).partition_keys or ())
-    return _Sides(df_branch, df_base, plan.snapshot_id, df_base.native_plan.snapshot_id, keys)  # type: ignore[attr-defined]
+    return _Sides(df_branch, df_base, plan.snapshot_id, base_plan.snapshot_id, keys)
 
 
 def _aligned(sides: _Sides) -> tuple[DataFrame, DataFrame, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -343,7 +347,9 @@ def _diff(sides: _Sides, table: str, branch: str, base: str, limit: int) -> Bran
                              F.coalesce(F.sum("_r"), F.lit(0)).alias("r")).collect()[0]
         total_added, total_removed = int(totals.a), int(totals.r)
         changed = 1 if total_added or total_removed else 0
-        partitions = (PartitionDiff({}, total_added, total_removed),) if changed and limit else ()
+        partitions: tuple[PartitionDiff, ...] = (
+            (PartitionDiff({}, total_added, total_removed),) if changed and limit else ()
+        )
         total_partitions = 1
     else:
         # every partition either side has (for "n of N"), with zero changes unless found above

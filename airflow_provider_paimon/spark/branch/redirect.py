@@ -33,13 +33,14 @@ and fails the job, before anything is committed, when they differ.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import MAIN_BRANCH, parse_table_name, validate_branch_name
@@ -201,14 +202,10 @@ def merge_redirects(conf: Mapping[str, Any], redirects: Mapping[str, str]) -> di
 def session_entries(spark: Any) -> dict[str, str]:
     """The session's redirect entries: SparkConf plus runtime conf (``spark.conf.set`` wins)."""
     conf: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(Exception):  # Spark Connect has no SparkContext; runtime conf below
         conf.update(dict(spark.sparkContext.getConf().getAll()))
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext; runtime conf below
-        pass
-    try:
+    with contextlib.suppress(Exception):  # older sessions: SparkConf is enough
         conf.update(spark.conf.getAll)
-    except Exception:  # noqa: BLE001 - older sessions: SparkConf is enough
-        pass
     return entries(conf)
 
 
@@ -275,7 +272,7 @@ def register_data_source(spark: Any) -> None:
     properties = commit_properties(spark_app_id=spark_app_id(spark))
     cls = PaimonDataSource
     if raw or lineage or properties:
-        cls = type(
+        cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
             "PaimonDataSource",
             (PaimonDataSource,),
             {
@@ -284,7 +281,7 @@ def register_data_source(spark: Any) -> None:
                 "commit_properties": properties,
                 "__module__": PaimonDataSource.__module__,
             },
-        )
+        ))
     spark.dataSource.register(cls)
     _log_published(spark, raw)
 

@@ -34,6 +34,7 @@ through pypaimon's writer unchanged; ``unsupported_reason`` says why.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -269,16 +270,12 @@ class FastAppendWriter:
 
     def abort(self) -> None:
         """Delete every file this writer started (committed or not)."""
-        try:
+        with contextlib.suppress(BaseException):  # the write already failed
             self._wait()
-        except BaseException:  # noqa: BLE001 - the write already failed
-            pass
         if self._file is not None:
             for closer in (self._file["writer"].close, self._file["stream"].close):
-                try:
+                with contextlib.suppress(Exception):  # best effort before deleting
                     closer()
-                except Exception:  # noqa: BLE001 - best effort before deleting
-                    pass
             self._file = None
         for path in self._paths:
             self.file_io.delete_quietly(path)

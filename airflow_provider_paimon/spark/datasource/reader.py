@@ -122,7 +122,7 @@ class PaimonReader(DataSourceReader):
 
     # -- executor -------------------------------------------------------------
 
-    def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:  # type: ignore[override]  # Spark hands back what partitions() made
         branch_redirect.check_task(self.opts)  # a redirect changed after planning fails here
         if not partition.splits:
             return

@@ -206,7 +206,7 @@ def frame_casts(df: Any, plan: MergePlan) -> Any:
     """``df`` with the plan's casts (a bad value fails the Spark job) and null columns added."""
     if not plan.touches_rows:
         return df
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
+    from pyspark.sql import functions as F
 
     columns = []
     for name in df.columns:

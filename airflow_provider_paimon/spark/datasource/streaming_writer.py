@@ -43,6 +43,7 @@ process group: driver, JVM) and this worker's own group with SIGKILL at that poi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -457,8 +458,6 @@ def _fault(point: str, batch_id: int) -> None:
     if os.environ.get(FAULT_GROUP_ENV, "").isdigit():
         groups.insert(0, int(os.environ[FAULT_GROUP_ENV]))
     for group in groups:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
     os._exit(137)

@@ -226,7 +226,7 @@ class PaimonWriter(DataSourceArrowWriter):
                 removed = _delete_with_prefix(
                     table.file_io, table.table_path, self.plan.file_prefix
                 )
-            except Exception:  # noqa: BLE001 - cleanup is best effort; the job already failed
+            except Exception:  # cleanup is best effort; the job already failed
                 log.exception("cleaning files of failed write %s", self.plan.commit_user)
                 return
             if removed:

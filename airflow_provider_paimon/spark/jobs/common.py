@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ...paimon.errors import InvalidArgumentError, PaimonError
 
@@ -32,7 +32,7 @@ class ArgumentError(InvalidArgumentError):
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so errors follow the job contract."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise ArgumentError(f"{self.prog}: {message}")
 
 

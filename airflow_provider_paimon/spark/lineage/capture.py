@@ -56,6 +56,7 @@ ids); give each query its own ``spark.paimon.lineage.job`` via separate apps.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import logging
 import os
@@ -111,10 +112,8 @@ _captures_lock = threading.Lock()
 def _spark_conf(spark: Any) -> dict[str, str]:
     """SparkConf plus runtime SQL conf (``spark.conf.set`` wins)."""
     conf = dict(spark.sparkContext.getConf().getAll())
-    try:
+    with contextlib.suppress(Exception):  # older sessions: SparkConf is enough
         conf.update(spark.conf.getAll)
-    except Exception:  # noqa: BLE001 - older sessions: SparkConf is enough
-        pass
     return conf
 
 
@@ -233,15 +232,11 @@ class LineageCapture:
         finally:
             self.routing.unroute()
             if self._listener is not None:
-                try:
+                with contextlib.suppress(Exception):  # the session may be stopped already
                     self.spark.streams.removeListener(self._listener)
-                except Exception:  # noqa: BLE001 - the session may be stopped already
-                    pass
             self.ol.close()
-            try:
+            with contextlib.suppress(OSError):
                 os.remove(self.event_log)
-            except OSError:
-                pass
             with _captures_lock:
                 if _captures.get(_session_key(self.spark)) is self:
                     _captures.pop(_session_key(self.spark), None)
@@ -265,7 +260,7 @@ class LineageCapture:
         while not self._stop.wait(self.config.poll_interval):
             try:
                 self.drain()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("lineage capture: reading events failed")
 
     def drain(self) -> None:
@@ -435,7 +430,7 @@ class LineageCapture:
             for query in list(self.spark.streams.active):
                 try:
                     query.stop()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("could not stop query %s", query.id)
 
         threading.Thread(target=stop_all, name="paimon-lineage-stop", daemon=True).start()

@@ -20,6 +20,7 @@ variable (``buffer``, or no capture): no check, nothing changes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -57,10 +58,8 @@ def write_check_file(path: str, url: str | None, database: str, job: str) -> str
 
 
 def remove_check_file(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.remove(path)
-    except OSError:
-        pass
 
 
 def check_before_commit(what: str) -> None:
@@ -161,7 +160,5 @@ def _drop_engine(database: str) -> None:
     """Forget the cached engine after a failure: the next check connects afresh."""
     with _engines_lock:
         for key in [k for k in _engines if k[1] == database]:
-            try:
+            with contextlib.suppress(Exception):
                 _engines.pop(key).dispose()
-            except Exception:  # noqa: BLE001
-                pass

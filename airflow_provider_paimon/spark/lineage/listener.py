@@ -22,7 +22,7 @@ class QueryEvents(Protocol):
 def _guarded(fn: Callable[[Any], None], arg: Any) -> None:
     try:
         fn(arg)
-    except Exception:  # noqa: BLE001 - lineage must never break Spark's listener bus
+    except Exception:  # lineage must never break Spark's listener bus
         log.exception("lineage capture failed in %s", getattr(fn, "__name__", fn))
 
 

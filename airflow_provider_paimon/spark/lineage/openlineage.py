@@ -110,5 +110,5 @@ class CaptureOpenLineage:
     def close(self) -> None:
         try:
             self.emitter.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("closing the OpenLineage emitter failed")

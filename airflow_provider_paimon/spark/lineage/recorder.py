@@ -30,6 +30,7 @@ reuses it instead of taking a second one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -281,11 +282,12 @@ class LineageRecorder:
                 if want_tables and key not in self._tables_done:
                     tables.append((kind, TableLineage(record.job, t.database, t.table, t.branch)))
                     new_keys.append(key)
+        barrier = record.barrier_id  # set above whenever data lineage is wanted
         data = {
             kind: [
-                DataLineage(record.job, t.database, t.table, record.barrier_id, t.snapshot_id, t.branch)
+                DataLineage(record.job, t.database, t.table, barrier, t.snapshot_id, t.branch)
                 for t in items
-                if t.snapshot_id is not None and want_data
+                if t.snapshot_id is not None and barrier is not None and want_data
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }
@@ -314,10 +316,8 @@ class LineageRecorder:
         # Drop the connection: the next attempt reconnects (the store may have moved).
         store, self._store = self._store, None
         if store is not None:
-            try:
+            with contextlib.suppress(Exception):
                 store.close()
-            except Exception:  # noqa: BLE001
-                pass
         self._next_attempt = time.monotonic() + self.retry_interval
         if self.config.on_store_failure == FAIL and self.failure is None:
             self.failure = LineageCaptureError(
@@ -328,7 +328,7 @@ class LineageRecorder:
             if self.on_failure is not None:
                 try:
                     self.on_failure(self.failure)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("lineage failure callback failed")
         else:
             log.warning(

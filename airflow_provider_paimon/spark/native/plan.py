@@ -81,7 +81,11 @@ class NativeGroup:
     def file_schema(self) -> StructType:
         """The schema Spark reads the files with: the files' own names and types."""
         return StructType(
-            [StructField(f.file_name, f.file_type, True) for f in self.fields if f.file_name is not None]
+            [
+                StructField(f.file_name, f.file_type, True)
+                for f in self.fields
+                if f.file_name is not None and f.file_type is not None  # both None: added later
+            ]
         )
 
 
@@ -177,14 +181,14 @@ def plan_read(
     snapshot_id: int | None = None,
     tag: str | None = None,
     options: Mapping[str, Any] | None = None,
-    filter: str | None = None,  # noqa: A002 - the public argument name
+    filter: str | None = None,  # the public argument name
 ) -> ReadPlan:
     """Plan ``read_table``'s read without Spark doing any work: files, groups, fallbacks."""
     opts = read_options(name, warehouse=warehouse, branch=branch, snapshot_id=snapshot_id, tag=tag, options=options)
     return plan_for(opts, filter)
 
 
-def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # noqa: C901 - one pass, many cases
+def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # one pass, many cases
     table = open_table(opts)
     schema = table_spark_schema(table)
     builder = table.new_read_builder()
@@ -357,9 +361,7 @@ def _exact_cast(source: DataType, target: DataType) -> bool:
         return True
     if isinstance(source, DecimalType) and isinstance(target, DecimalType):
         return target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale
-    if isinstance(source, TimestampNTZType) and isinstance(target, TimestampNTZType):
-        return True
-    return False
+    return isinstance(source, TimestampNTZType) and isinstance(target, TimestampNTZType)
 
 
 def _missing_in_file(table: Any, meta: Any, fmt: str, names: list[str | None]) -> list[str]:

@@ -48,7 +48,7 @@ def read_table(
     snapshot_id: int | None = None,
     tag: str | None = None,
     options: Mapping[str, Any] | None = None,
-    filter: str | None = None,  # noqa: A002 - reads like DataFrame.filter
+    filter: str | None = None,  # reads like DataFrame.filter
 ) -> DataFrame:
     """Read Paimon table ``name`` (``db.table``) as a DataFrame, with Spark's own file readers.
 
@@ -79,7 +79,7 @@ def read_table(
     df = dataframe_for(spark, plan)
     if plan.compiled_filter is not None:
         df = df.where(plan.compiled_filter.column())
-    df.native_plan = plan  # type: ignore[attr-defined] - a plain attribute for explain/tests
+    df.native_plan = plan  # type: ignore[attr-defined]  # a plain attribute for explain/tests
     return df
 
 

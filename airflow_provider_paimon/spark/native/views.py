@@ -50,7 +50,7 @@ def register_views(
         catalog = open_catalog(probe.warehouse, probe.catalog_options)
         try:
             tables = [f"{name}.{t}" for t in sorted(catalog.list_tables(name))]
-        except Exception as err:  # noqa: BLE001 - pypaimon raises its own not-found types
+        except Exception as err:  # pypaimon raises its own not-found types
             known = ", ".join(sorted(catalog.list_databases())) or "none"
             raise TableNotFoundError(f"database {name!r} does not exist in the warehouse (databases: {known})") from err
     registered: dict[str, str] = {}

@@ -40,6 +40,7 @@ named with the write's prefix: ``remove_orphan_files`` deletes them after its sa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -279,14 +280,12 @@ def write_files(spark: Any, df: Any, table: Any, plan: WritePlan) -> TaskCommit:
 
 def _remove_if_empty(file_io: Any, directory: str) -> None:
     if not fileops.list_names(file_io, directory):
-        try:
+        with contextlib.suppress(Exception):  # another write may be staging there right now
             file_io.delete(directory, False)
-        except Exception:  # noqa: BLE001 - another write may be staging there right now
-            pass
 
 
 def _spark_write(spark: Any, df: Any, table: Any, staging: str) -> None:
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
+    from pyspark.sql import functions as F
 
     schema = table_arrow_schema(table)
     keys = list(table.partition_keys or [])
