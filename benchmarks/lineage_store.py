@@ -1,4 +1,4 @@
-"""Lineage store: write throughput and query latency, side by side with the seed's bare schema.
+"""Lineage store: write throughput and query latency, side by side with the lineage proposal's bare schema.
 
 Two parts, on SQLite and MariaDB/MySQL:
 
@@ -6,12 +6,12 @@ Two parts, on SQLite and MariaDB/MySQL:
   call (each call its own committed transaction, as a job records a barrier) and
   batched (``--batch`` rows per call). Each writer writes its own job's rows.
 * **queries**: ``--rows`` data-lineage rows (half source, half sink) are loaded into
-  the store (our schema: branch column + lookup indexes) and into the seed's schema as
+  the store (our schema: branch column + lookup indexes) and into the proposal's schema as
   written (primary keys only). The data is ``--rows / 10`` batches of 20 pipelines x 5
   jobs, each job reading table k and writing table k+1, so five hops go from the first
   table of a pipeline to the last. p50/p99 latency of one-hop and five-hop upstream
-  and downstream queries: ours through the Python API (``walk``), the seed schema with
-  the same SQL (the seed's join for one hop, the same recursive CTE for five hops).
+  and downstream queries: ours through the Python API (``walk``), the proposal's schema with
+  the same SQL (the proposal's join for one hop, the same recursive CTE for five hops).
   The last column is the ratio seed/ours (how many times faster ours is).
 
     python benchmarks/lineage_store.py                      # 1 million rows, both backends
@@ -216,7 +216,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500, help="rows per batched call")
     parser.add_argument("--batched-calls", type=int, default=20, help="batched calls per writer")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per kind on our schema")
-    parser.add_argument("--seed-queries", type=int, default=20, help="timed queries per kind on the seed schema")
+    parser.add_argument("--seed-queries", type=int, default=20, help="timed queries per kind on the proposal's schema")
     parser.add_argument("--skip-writes", action="store_true")
     parser.add_argument("--skip-queries", action="store_true")
     args = parser.parse_args()
@@ -251,7 +251,7 @@ def main() -> None:
                 seed_engine = open_seed_schema(backend, tmp, "bench_seed")
                 seed_md = lineage_schema.seed_metadata.tables
                 took = load(seed_engine, seed_md["source_snapshot_lineage"], seed_md["sink_snapshot_lineage"], args.rows)
-                print(f"{backend}: loaded {args.rows:,} rows into the seed schema in {took:.0f}s", flush=True)
+                print(f"{backend}: loaded {args.rows:,} rows into the proposal's schema in {took:.0f}s", flush=True)
                 query_rows += bench_queries(backend, store, seed_engine, args.rows, args.queries, args.seed_queries)
                 store.close()
                 seed_engine.dispose()

@@ -1,4 +1,4 @@
-"""Data correction without stopping the pipeline (seed 004), as one Airflow DAG.
+"""Data correction without stopping the pipeline (the branch proposal's correction), as one Airflow DAG.
 
     validate -> tag_main -> create_branch -+-> run_corrected_job -+-> replace_main
                  (optional) schema_change_wanted -> alter_branch --^   |

@@ -2,7 +2,7 @@
 
 One task spark-submits ``dags/jobs/enrich_orders.py --version buggy`` on main, every
 ``schedule`` (hourly by default; ``None`` in the demo, which triggers it itself). It is
-the "pipeline that keeps running" of seed 004: ``paimon_data_correction`` repairs the
+the "pipeline that keeps running" of the branch proposal: ``paimon_data_correction`` repairs the
 table in a branch while this DAG still writes main, then swaps main for the branch.
 
 Params: ``warehouse`` (blank: the ``paimon_default`` connection's), ``source_table``,

@@ -182,7 +182,7 @@ HEAVY_FILES_FIRST = (
     "tests/airflow/test_airflow_audit_operator.py",
     "tests/spark/test_spark_datasource_partitions.py",
     "tests/spark/test_schema_evolution_spark.py",
-    "tests/capture/test_seed_options_spark.py",
+    "tests/capture/test_lineage_proposal_options_spark.py",
     "tests/streaming/test_streaming_compaction.py",
     "tests/ui/test_history_page_browser.py",
     "tests/ui/test_lineage_audits.py",

@@ -44,7 +44,7 @@ def _seeded_store(path: Path) -> str:
 
 
 def test_sql_sample_runs_verbatim_on_mysql(mysql_server_url, unique_name):
-    """The seed's query (as in the README) on the MySQL store, the seed's own backend."""
+    """The lineage proposal's query (as in the README) on the MySQL store, the proposal's own backend."""
     from sqlalchemy.engine import make_url
 
     url = make_url(mysql_server_url).set(database=unique_name).render_as_string(hide_password=False)

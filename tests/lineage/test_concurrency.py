@@ -1,4 +1,4 @@
-"""Eight processes write at once (the seed's first requirement) on each backend.
+"""Eight processes write at once (the lineage proposal's first requirement) on each backend.
 
 All eight also race to create the store. Each writes its own job's batches, all of
 them upsert the same shared table-lineage key and draw from one barrier sequence.

@@ -205,7 +205,7 @@ def test_table_history_pages_newest_first(store):
 
 @pytest.mark.mysql
 def test_seed_queries_run_verbatim_on_mariadb(mysql_target):
-    """The seed's two SQL queries, as written (downstream: its typo fixed to join the
+    """The lineage proposal's two SQL queries, as written (downstream: its typo fixed to join the
     snapshot tables), run on the store and agree with the API."""
     with LineageStore.from_url(mysql_target.url, mysql_target.database) as store:
         store.record_batch("myJob", 1, [SnapshotRef("srcDatabase", "srcTable", 120)], [SnapshotRef("myDatabase", "myTable", 123)])
@@ -227,7 +227,7 @@ SELECT T.database, T.table, T.snapshot_id FROM
     ON S.job=T.job AND S.barrier_id=T.barrier_id
     where S.`database`='myDatabase' and S.`table`='myTable' and S.snapshot_id=123;
 """
-        # A user's own connection to the system database, as the seed intends.
+        # A user's own connection to the system database, as the lineage proposal intends.
         engine = sa.create_engine(sa.engine.make_url(mysql_target.url).set(database=mysql_target.database))
         with engine.connect() as conn:
             up = [tuple(r) for r in conn.exec_driver_sql(upstream_sql)]

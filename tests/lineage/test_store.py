@@ -1,4 +1,4 @@
-"""The store on SQLite, MariaDB and PostgreSQL: the seed's API, idempotence, bad input."""
+"""The store on SQLite, MariaDB and PostgreSQL: the lineage proposal's API, idempotence, bad input."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def test_newer_schema_version_is_refused_and_left_alone(target):
 
 
 def test_bare_seed_schema_is_upgraded_keeping_rows(target):
-    """A store holding only the seed's tables (no version table) is migrated in place."""
+    """A store holding only the lineage proposal's tables (no version table) is migrated in place."""
     url = sa.engine.make_url(target.url)
     if target.backend == "mysql":
         boot = sa.create_engine(url)

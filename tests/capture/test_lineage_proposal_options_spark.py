@@ -173,7 +173,7 @@ def test_capture_records_each_flag_alone(spark, warehouse, tmp_path, flag):
     """The capture turned on by one ``spark.paimon.catalog.*`` flag records only its kind.
 
     table lineage alone: the job's source and sink tables, no snapshot links; data
-    lineage alone: the snapshot links, no job tables (the seed's two switches).
+    lineage alone: the snapshot links, no job tables (the lineage proposal's two switches).
     """
     from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
 
@@ -226,7 +226,7 @@ def test_data_lineage_only_from_data_source_options(spark, warehouse, tmp_path):
 
 
 def test_native_read_and_write_helpers_take_the_seed_options(spark, warehouse, tmp_path):
-    """``read_table`` then ``write_table`` with the seed's options: one barrier, both kinds."""
+    """``read_table`` then ``write_table`` with the lineage proposal's options: one barrier, both kinds."""
     from airflow_provider_paimon.spark import read_table, write_table
 
     catalog = make_tables(warehouse)
