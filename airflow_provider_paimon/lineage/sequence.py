@@ -10,18 +10,27 @@ A number may be skipped if a commit is lost in flight; it is never handed out tw
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import sqlalchemy as sa
 
 from . import schema
 from .entities import check_name
 
-if TYPE_CHECKING:
-    from .store import LineageStore
+T = TypeVar("T")
 
 
-def next_barrier_id(store: LineageStore, job: str) -> int:
+class TransactionRunner(Protocol):
+    """What the sequence needs of a store (``LineageStore`` is one): its backend and
+    one retried transaction. Typed here so this module does not import the store."""
+
+    backend: str
+
+    def run(self, what: str, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T: ...
+
+
+def next_barrier_id(store: TransactionRunner, job: str) -> int:
     """Reserve and return the next barrier id of ``job`` (starting at 1)."""
     check_name("job", job)
     seq = schema.barrier_sequence
