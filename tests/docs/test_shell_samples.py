@@ -121,7 +121,7 @@ NOT_RUN = {
     ("docs/docker.md", f"{COMPOSE} down -v"): ENGINE,
     ("README.md", TEST): "is the CI run itself (.ci/run execs it); running it here would recurse",
     ("README.md", f"{DEMO} --warehouse s3"): "the whole demo on S3 takes minutes of spark-submits; its "
-    "S3 pieces are tests/s3's (the connection flow through a real spark-submit, every capability)",
+    "DAG run on S3 is tests/e2e/test_correction_dag_s3.py's, its other S3 pieces tests/s3's",
 }
 
 
