@@ -145,6 +145,19 @@ def s3_warehouse(s3_server):
 
 
 @pytest.fixture(autouse=True)
+def _no_airflow_task_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test starts inside another's Airflow task context.
+
+    ``dag.test()`` runs tasks in this process, and the task runner exports the task's
+    context (``AIRFLOW_CTX_DAG_ID`` and friends) into ``os.environ`` without removing
+    it, so a later test in the same worker would see a DAG run it is not part of (the
+    commit properties and lineage runs name it).
+    """
+    for key in [k for k in os.environ if k.startswith("AIRFLOW_CTX_")]:
+        monkeypatch.delenv(key)
+
+
+@pytest.fixture(autouse=True)
 def _package_loggers_enabled() -> None:
     """Tests that start Airflow in this process run its logging setup (dictConfig), which
     disables loggers that already exist; tests assert on our own log lines, so the

@@ -108,7 +108,7 @@ class S3Warehouse:
     def catalog_options(self) -> dict[str, str]:
         return {"warehouse": self.uri, **self.options}
 
-    def keys(self, prefix: str = "") -> list[str]:
+    def object_keys(self, prefix: str = "") -> list[str]:
         """Every object key in the bucket under ``prefix`` (for assertions on files)."""
         client = self.server.client()
         keys: list[str] = []

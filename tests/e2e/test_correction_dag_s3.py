@@ -77,7 +77,7 @@ def test_correction_dag_on_s3_replaces_main(s3_warehouse, airflow_db, tmp_path, 
     assert job.verify(ORDERS, read_rows(hook, "db.orders_enriched", "main_before_fix_s3")), "backup: the buggy main"
     assert hook.tag_exists("db.orders_enriched", "before_fix_s3")
     assert hook.get_latest_snapshot_id("db.orders_enriched") > main_before
-    keys = s3_warehouse.keys()  # the bucket's object keys (a method, not a dict's view)
+    keys = s3_warehouse.object_keys()
     assert not any("/branch/branch-fix_s3/" in key for key in keys)  # no prefix left
 
     job_result = task_xcom(run, "run_corrected_job")

@@ -372,14 +372,14 @@ def test_alter_on_an_s3_warehouse(s3_warehouse):
     ops.create_branch(t, "fix", tag="t1")
     result = alter_table(t, [{"op": "add_column", "name": "w", "type": "INT"}], branch="fix")
     assert result["new_schema_id"] == 1
-    keys = s3_warehouse.keys()
+    keys = s3_warehouse.object_keys()
     assert any(k.endswith("/branch/branch-fix/schema/schema-1") for k in keys)
     assert not any(k.endswith("db.db/t/schema/schema-1") for k in keys)
     assert rows(catalog, "db.t", "fix") == [(1, "m1", None)]
     before = sorted(keys)
     with pytest.raises(SchemaChangeError, match="already exists"):
         alter_table(t, [{"op": "add_column", "name": "w", "type": "INT"}], branch="fix")
-    assert sorted(s3_warehouse.keys()) == before
+    assert sorted(s3_warehouse.object_keys()) == before
     doc = json.loads(catalog.file_io.read_file_utf8(
         f"{s3_warehouse.uri}/db.db/t/branch/branch-fix/schema/schema-1"))
     assert [f["name"] for f in doc["fields"]] == ["id", "v", "w"]

@@ -86,7 +86,7 @@ def test_racing_branch_creations_have_one_winner(table_with_snapshots):
     losers = [r for _, r in results if not isinstance(r, dict)]
     assert len(winners) == 1, results
     assert all(isinstance(r, (AlreadyExistsError, FileExistsError)) for r in losers), losers
-    keys = wh.keys("warehouse/db.db/t/branch/")
+    keys = wh.object_keys("warehouse/db.db/t/branch/")
     # only the winner's snapshot is on the branch, and no staging folder or claim is left
     assert [k for k in keys if "/snapshot/snapshot-" in k] == [
         f"warehouse/db.db/t/branch/branch-fix/snapshot/snapshot-{winners[0] + 1}"

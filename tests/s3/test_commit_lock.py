@@ -63,7 +63,7 @@ def test_racing_writers_under_the_lock_lose_nothing(s3_warehouse, lock_url):
             f.result()
     assert read_ids(s3_warehouse.uri, s3_warehouse.options) == list(range(WRITERS * 10))
     prefix = "warehouse/db.db/t/snapshot/snapshot-"
-    assert sorted(int(k[len(prefix):]) for k in s3_warehouse.keys(prefix)) == list(range(1, WRITERS + 1))
+    assert sorted(int(k[len(prefix):]) for k in s3_warehouse.object_keys(prefix)) == list(range(1, WRITERS + 1))
     snapshot_dir = TableLayout.of(tables[0]).snapshot_dir(None)
     assert _lock_rows(lock_url, snapshot_dir) == []  # released
 

@@ -40,7 +40,7 @@ def _race_round(s3_warehouse, round_no: int, *, plain: bool) -> list[int]:
 
 def _snapshot_ids(s3_warehouse) -> list[int]:
     prefix = "warehouse/db.db/t/snapshot/snapshot-"
-    return sorted(int(k[len(prefix):]) for k in s3_warehouse.keys(prefix))
+    return sorted(int(k[len(prefix):]) for k in s3_warehouse.object_keys(prefix))
 
 
 def test_plain_pypaimon_silently_loses_racing_commits(s3_warehouse):
@@ -69,7 +69,7 @@ def test_racing_threads_lose_no_commit_through_our_catalog(s3_warehouse):
     )["Body"].read()
     assert int(latest) == WRITERS
     # nothing left behind by the commits: no temporary objects, no probes
-    leftovers = [k for k in s3_warehouse.keys("warehouse/db.db/t/snapshot/") if "/." in k or k.endswith(".tmp")]
+    leftovers = [k for k in s3_warehouse.object_keys("warehouse/db.db/t/snapshot/") if "/." in k or k.endswith(".tmp")]
     assert leftovers == []
 
 

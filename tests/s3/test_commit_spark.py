@@ -51,4 +51,4 @@ def test_concurrent_spark_appends_on_s3_keep_every_row(spark, s3_warehouse):
     expected = sorted(j * 100 + i for j in range(JOBS) for i in range(20))
     assert read_ids(s3_warehouse.uri, s3_warehouse.options) == expected  # plain pypaimon reads it back
     prefix = "warehouse/db.db/t/snapshot/snapshot-"
-    assert sorted(int(k[len(prefix):]) for k in s3_warehouse.keys(prefix)) == list(range(1, JOBS + 1))
+    assert sorted(int(k[len(prefix):]) for k in s3_warehouse.object_keys(prefix)) == list(range(1, JOBS + 1))

@@ -22,7 +22,7 @@ def test_pypaimon_table_round_trips_on_the_loopback_server(s3_warehouse):
     read = table.new_read_builder()
     ids = sorted(read.new_read().to_arrow(read.new_scan().plan().splits()).column("id").to_pylist())
     assert ids == list(range(6))
-    keys = s3_warehouse.keys("warehouse/db.db/t/")
+    keys = s3_warehouse.object_keys("warehouse/db.db/t/")
     assert "warehouse/db.db/t/snapshot/snapshot-2" in keys
     assert sum(k.endswith(".parquet") for k in keys) == 2
 

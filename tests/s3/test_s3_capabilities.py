@@ -60,7 +60,7 @@ def rows(wh, name="db.t", branch=None):
 
 def table_keys(wh, sub="", name="db.t"):
     db, t = name.split(".")
-    return wh.keys(f"warehouse/{db}.db/{t}/{sub}")
+    return wh.object_keys(f"warehouse/{db}.db/{t}/{sub}")
 
 
 def data_keys(wh, name="db.t"):
@@ -211,8 +211,8 @@ def test_spark_compaction_then_expiry_and_orphan_cleanup(spark, s3_warehouse):
     found = [f["path"] for f in dry["deleted_files"]]
     assert "bucket-0/data-stray-orphan.parquet" in found and "branch/.tmp-killed-0123456789ab" in found, found
     maintenance.remove_orphan_files(t, older_than=datetime.timedelta(0))
-    assert stray not in s3_warehouse.keys("warehouse/db.db/t/bucket-0/")
-    assert not s3_warehouse.keys("warehouse/db.db/t/branch/.tmp-killed")
+    assert stray not in s3_warehouse.object_keys("warehouse/db.db/t/bucket-0/")
+    assert not s3_warehouse.object_keys("warehouse/db.db/t/branch/.tmp-killed")
     assert live_files(s3_warehouse) == live_before and rows(s3_warehouse) == before
 
 
