@@ -196,7 +196,7 @@ def open_seed_schema(backend: str, tmp: str, database: str) -> sa.Engine:
             conn.exec_driver_sql(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
         server.dispose()
         engine = sa.create_engine(sa.engine.make_url(MYSQL_URL).set(database=database))
-    lineage_schema.seed_metadata.create_all(engine)
+    lineage_schema.proposal_metadata.create_all(engine)
     return engine
 
 
@@ -249,7 +249,7 @@ def main() -> None:
                 took = load(store.engine, lineage_schema.source_snapshot_lineage, lineage_schema.sink_snapshot_lineage, args.rows)
                 print(f"{backend}: loaded {args.rows:,} rows into the store in {took:.0f}s", flush=True)
                 seed_engine = open_seed_schema(backend, tmp, "bench_seed")
-                seed_md = lineage_schema.seed_metadata.tables
+                seed_md = lineage_schema.proposal_metadata.tables
                 took = load(seed_engine, seed_md["source_snapshot_lineage"], seed_md["sink_snapshot_lineage"], args.rows)
                 print(f"{backend}: loaded {args.rows:,} rows into the proposal's schema in {took:.0f}s", flush=True)
                 query_rows += bench_queries(backend, store, seed_engine, args.rows, args.queries, args.seed_queries)

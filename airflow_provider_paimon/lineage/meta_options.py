@@ -124,12 +124,12 @@ class LineageMetaOptions:
         return f"LineageMetaOptions({self.describe()})"
 
 
-def has_seed_options(options: Mapping[str, Any]) -> bool:
+def has_lineage_proposal_options(options: Mapping[str, Any]) -> bool:
     """Whether ``options`` turn the proposal's lineage on or configure its store."""
     return any(str(k).lower() in (TABLE_LINEAGE, DATA_LINEAGE, LINEAGE_META) for k in options)
 
 
-def seed_options(options: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+def lineage_proposal_options(options: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """The proposal's keys among ``options`` (``prefix`` stripped, keys lower-cased)."""
     found: dict[str, str] = {}
     for key, value in options.items():
@@ -159,7 +159,7 @@ def lineage_meta_options(
     ``InvalidLineageArgumentError`` for a bad flag, an unknown factory, a JDBC URL no
     installed driver serves or credentials that contradict the URL's.
     """
-    opts = seed_options(options)
+    opts = lineage_proposal_options(options)
     if not any(k in opts for k in (TABLE_LINEAGE, DATA_LINEAGE)):
         if LINEAGE_META in opts:
             raise InvalidLineageArgumentError(
@@ -386,7 +386,7 @@ def safe_text(text: str, settings: LineageMetaOptions) -> str:
     """``text`` with the store's secrets (and the given ``jdbc.password``) removed."""
     if settings.url is not None:
         text = scrub(text, settings.url)
-    secret = seed_options(settings.options).get(JDBC_PASSWORD)
+    secret = lineage_proposal_options(settings.options).get(JDBC_PASSWORD)
     if secret:
         text = text.replace(secret, "***")
     return text

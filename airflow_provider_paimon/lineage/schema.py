@@ -78,12 +78,12 @@ def _options_table(md: sa.MetaData) -> sa.Table:
 
 
 # The Paimon lineage proposal's schema as written (version 1). The benchmark's baseline uses it too.
-seed_metadata = sa.MetaData()
+proposal_metadata = sa.MetaData()
 for _name in JOB_TABLES:
-    _job_table(seed_metadata, _name, with_branch=False)
+    _job_table(proposal_metadata, _name, with_branch=False)
 for _name in SNAPSHOT_TABLES:
-    _snapshot_table(seed_metadata, _name, with_branch=False)
-_options_table(seed_metadata)
+    _snapshot_table(proposal_metadata, _name, with_branch=False)
+_options_table(proposal_metadata)
 
 # The current schema (LATEST_VERSION); queries are built against these objects.
 metadata = sa.MetaData()
@@ -135,8 +135,8 @@ for _ix, (_tname, _cols) in LOOKUP_INDEXES.items():
 TABLES = {t.name: t for t in metadata.sorted_tables}
 
 
-def _v1_seed_tables(conn: sa.Connection) -> None:
-    seed_metadata.create_all(conn, checkfirst=True)
+def _v1_proposal_tables(conn: sa.Connection) -> None:
+    proposal_metadata.create_all(conn, checkfirst=True)
 
 
 def _v2_branch_and_indexes(conn: sa.Connection) -> None:
@@ -169,7 +169,7 @@ class Migration:
 
 
 MIGRATIONS = (
-    Migration(1, "seed tables: job and snapshot lineage, options", _v1_seed_tables),
+    Migration(1, "the lineage proposal's tables: job and snapshot lineage, options", _v1_proposal_tables),
     Migration(2, "branch column and lookup indexes", _v2_branch_and_indexes),
     Migration(3, "per-job barrier sequence for batch jobs", _v3_barrier_sequence),
     Migration(4, "barrier_run: the Airflow run and Spark application of each barrier", _v4_barrier_run),

@@ -47,9 +47,12 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
             "'file:///data/warehouse' or 's3://bucket/warehouse')"
         )
     conf = {str(k): str(v) for k, v in (options or {}).items()}
-    from airflow_provider_paimon.lineage.meta_options import LINEAGE_ONLY_KEYS, has_seed_options
+    from airflow_provider_paimon.lineage.meta_options import (
+        LINEAGE_ONLY_KEYS,
+        has_lineage_proposal_options,
+    )
 
-    if has_seed_options(conf):  # the lineage proposal's keys are the lineage store's, not pypaimon's
+    if has_lineage_proposal_options(conf):  # the lineage proposal's keys are the lineage store's, not pypaimon's
         # (pypaimon's JDBC catalog hands every jdbc.* option to its driver as a keyword)
         conf = {k: v for k, v in conf.items() if k.lower() not in LINEAGE_ONLY_KEYS}
     conf["warehouse"] = str(warehouse)

@@ -16,7 +16,7 @@ from airflow_provider_paimon.lineage.errors import (
     UnsupportedBackendError,
 )
 from airflow_provider_paimon.lineage.meta_options import (
-    has_seed_options,
+    has_lineage_proposal_options,
     lineage_meta_options,
     sqlalchemy_url,
 )
@@ -108,7 +108,7 @@ def test_a_driver_that_is_not_installed_is_named():
 
 def test_flags_each_on_their_own_and_defaults():
     assert lineage_meta_options({"jdbc.url": "jdbc:mysql://a/x"}) is None  # a JDBC catalog's options
-    assert not has_seed_options({"jdbc.url": "x"}) and has_seed_options({"Table-Lineage": "true"})
+    assert not has_lineage_proposal_options({"jdbc.url": "x"}) and has_lineage_proposal_options({"Table-Lineage": "true"})
     only_tables = lineage_meta_options({"table-lineage": "true"})
     assert (only_tables.table_lineage, only_tables.data_lineage, only_tables.meta) == (True, False, "jdbc")
     assert only_tables.database == "paimon" and only_tables.url is None

@@ -193,7 +193,7 @@ def test_bare_seed_schema_is_upgraded_keeping_rows(target):
             conn.commit()
     else:
         engine = sa.create_engine(url)
-    lineage_schema.seed_metadata.create_all(engine)
+    lineage_schema.proposal_metadata.create_all(engine)
     with engine.begin() as conn:
         conn.execute(sa.text(
             "INSERT INTO sink_snapshot_lineage (job, barrier_id, " + ("`database`, `table`" if target.backend == "mysql" else '"database", "table"')

@@ -121,7 +121,7 @@ def test_a_page_view_does_not_migrate_a_seed_schema(plugin_client, tmp_path, mon
 
     path = tmp_path / "seed.sqlite"
     engine = sa.create_engine(f"sqlite:///{path}")
-    schema.seed_metadata.create_all(engine)
+    schema.proposal_metadata.create_all(engine)
 
     def layout() -> dict:
         inspector = sa.inspect(engine)

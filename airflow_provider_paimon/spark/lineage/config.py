@@ -138,7 +138,7 @@ def capture_config(
     """
     env = os.environ if environ is None else environ
     conf = {str(k): v for k, v in conf.items()}
-    seed = _seed_settings(conf, env)
+    proposal = _proposal_settings(conf, env)
     unknown = sorted(k for k in conf if k.startswith(PREFIX) and k not in KNOWN_KEYS)
     if unknown:
         raise InvalidArgumentError(
@@ -147,15 +147,15 @@ def capture_config(
     url = str(conf.get(KEY_URL) or "").strip() or None
     own_enabled = parse_bool(conf.get(KEY_ENABLED), KEY_ENABLED, default=url is not None)
     enabled = own_enabled or force
-    if seed is not None:
+    if proposal is not None:
         own_given = conf.get(KEY_ENABLED) not in (None, "") or url is not None
-        if own_given and own_enabled != seed.enabled:
+        if own_given and own_enabled != proposal.enabled:
             raise InvalidArgumentError(
                 f"{KEY_ENABLED}={str(own_enabled).lower()} contradicts the catalog options "
-                f"table-lineage/data-lineage ({seed.describe()}); remove one of them"
+                f"table-lineage/data-lineage ({proposal.describe()}); remove one of them"
             )
-        enabled = enabled or seed.enabled
-        url = _merge_url(url, seed)
+        enabled = enabled or proposal.enabled
+        url = _merge_url(url, proposal)
     if url is None:
         url = (env.get(ENV_URL) or "").strip() or None
     if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
@@ -184,13 +184,13 @@ def capture_config(
     )
     spool = str(conf.get(KEY_SPOOL_DIR) or "").strip() or default_spool_root()
     database = str(conf.get(KEY_DATABASE) or "").strip()
-    if seed is not None and seed.database_given:
-        if database and database != seed.database:
+    if proposal is not None and proposal.database_given:
+        if database and database != proposal.database:
             raise InvalidArgumentError(
                 f"{KEY_DATABASE}={database!r} contradicts the catalog option "
-                f"jdbc.database={seed.database!r}; give the system database in one place"
+                f"jdbc.database={proposal.database!r}; give the system database in one place"
             )
-        database = seed.database
+        database = proposal.database
     store = True
     if not enabled and openlineage_requested(conf, env):
         enabled, store = True, False
@@ -205,10 +205,10 @@ def capture_config(
         on_store_failure=policy,
         spool_dir=spool,
         poll_interval=interval_ms / 1000.0,
-        table_lineage=True if seed is None else seed.table_lineage,
-        data_lineage=True if seed is None else seed.data_lineage,
-        meta="jdbc" if seed is None else seed.meta,
-        meta_options={} if seed is None else dict(seed.options),
+        table_lineage=True if proposal is None else proposal.table_lineage,
+        data_lineage=True if proposal is None else proposal.data_lineage,
+        meta="jdbc" if proposal is None else proposal.meta,
+        meta_options={} if proposal is None else dict(proposal.options),
     )
 
 
@@ -239,16 +239,19 @@ def openlineage_requested(conf: Mapping[str, Any], environ: Mapping[str, str] | 
     return parse_bool(conf.get(OL_ENABLED), OL_ENABLED, False)
 
 
-def _seed_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+def _proposal_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     """The proposal's options: the ``paimon`` connection's, overridden by the conf's."""
-    from airflow_provider_paimon.lineage.meta_options import lineage_meta_options, seed_options
+    from airflow_provider_paimon.lineage.meta_options import (
+        lineage_meta_options,
+        lineage_proposal_options,
+    )
 
     connection = _connection_options(env)
     given = {k[len(CATALOG_PREFIX):]: str(v) for k, v in conf.items() if k.startswith(CATALOG_PREFIX)}
-    if not seed_options(given) and not seed_options(connection):
+    if not lineage_proposal_options(given) and not lineage_proposal_options(connection):
         return None
     options = {**connection, **given}
-    where = "spark.paimon.catalog." if seed_options(given) else "paimon connection extra"
+    where = "spark.paimon.catalog." if lineage_proposal_options(given) else "paimon connection extra"
     try:
         return lineage_meta_options(options, where=where.rstrip("."))
     except InvalidArgumentError:
@@ -278,13 +281,13 @@ def _connection_options(env: Mapping[str, str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
 
 
-def _merge_url(own: str | None, seed: Any) -> str | None:
+def _merge_url(own: str | None, proposal: Any) -> str | None:
     """Our ``url`` and the proposal's ``jdbc.url``: one store, or a clear error."""
-    if seed.url is None:
+    if proposal.url is None:
         return own
-    seed_url = seed.url.render_as_string(hide_password=False)
+    proposal_url = proposal.url.render_as_string(hide_password=False)
     if own is None:
-        return seed_url
+        return proposal_url
     from airflow_provider_paimon.lineage.meta_options import store_identity
     from airflow_provider_paimon.lineage.url import parse_url
 
@@ -292,14 +295,14 @@ def _merge_url(own: str | None, seed: Any) -> str | None:
         mine = parse_url(own)
     except Exception:  # noqa: BLE001 - reported with the key below
         raise InvalidArgumentError(f"{KEY_URL} {mask_url(own)!r} is not a SQLAlchemy URL") from None
-    if store_identity(mine, "") != store_identity(seed.url, ""):
+    if store_identity(mine, "") != store_identity(proposal.url, ""):
         raise InvalidArgumentError(
             f"{KEY_URL} {mask_url(own)!r} and the catalog option jdbc.url "
-            f"({seed.masked_url}) name different lineage stores; give the store in one place"
+            f"({proposal.masked_url}) name different lineage stores; give the store in one place"
         )
-    if mine.password is not None and seed.url.password is not None and mine.password != seed.url.password:
+    if mine.password is not None and proposal.url.password is not None and mine.password != proposal.url.password:
         raise InvalidArgumentError(
             f"{KEY_URL} and the catalog option jdbc.password give different passwords for "
             "the lineage store; give the password in one place"
         )
-    return own if mine.password is not None else seed_url
+    return own if mine.password is not None else proposal_url
