@@ -27,9 +27,10 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, FastAPI, HTTPException, Query
 
+from ..lineage.queries import JobFilter
 from ..paimon.errors import InvalidArgumentError, PaimonError, TableNotFoundError
 from ..paimon.history import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, table_history
-from .protected_app import JobFilter, everyone, protected_app
+from .protected_app import everyone, protected_app
 
 log = logging.getLogger(__name__)
 

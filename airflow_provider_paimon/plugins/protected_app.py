@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from ..lineage.queries import JobFilter
 
-__all__ = ["JobFilter", "everyone", "mount", "nav_view", "protected_app"]
+__all__ = ["everyone", "mount", "nav_view", "protected_app"]
 
 
 def everyone() -> JobFilter | None:

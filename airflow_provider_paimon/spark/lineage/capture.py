@@ -58,12 +58,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .config import FAIL, CaptureConfig, capture_config
@@ -328,6 +329,8 @@ class LineageCapture:
         sinks = [event_table(c) for c in commits if c.get("commit_kind") != "COMPACT"]
         sources = []
         served: list[tuple[int, TableAt]] = []  # (end offset, table) of each Paimon source
+        # the query plan's sources, read at most once per batch and only if an offset needs them
+        plan = functools.cache(lambda: self._resolve_sources(query_id))
         for source in progress.sources:
             offset = next_snapshot(source.endOffset)
             if offset is None:
@@ -335,7 +338,7 @@ class LineageCapture:
             consumed = data_snapshot(source.endOffset)
             if consumed is None:
                 consumed = offset - 1 if offset > 1 else None
-            table = self._source_table(query_id, source, offset)
+            table = self._source_table(source, offset, plan)
             if table is None:
                 log.warning("lineage: cannot tell which table source %s is", source.description)
                 continue
@@ -350,7 +353,7 @@ class LineageCapture:
         self.recorder.record(record)
         self.ol.micro_batch(query_id, record)
 
-    def _source_table(self, query_id: str, source: Any, offset: int) -> TableAt | None:
+    def _source_table(self, source: Any, offset: int, plan: Callable[[], dict[str, TableAt]]) -> TableAt | None:
         """The table a progress source read: from its offset, else the plan or scan events.
 
         The offset names its table (from the first batch on, before the query's plan is
@@ -361,8 +364,7 @@ class LineageCapture:
         table = offset_table(source.endOffset)
         if table is not None and table.warehouse and table.namespace:
             return table
-        mapping = self._query_sources.get(query_id) or self._resolve_sources(query_id)
-        known = mapping.get(str(source.description)) or self._stream_scans.get(offset)
+        known = plan().get(str(source.description)) or self._stream_scans.get(offset)
         if table is None:
             return known
         if known is not None and (known.database, known.table) == (table.database, table.table):
