@@ -101,7 +101,7 @@ def test_fast_path_files_read_back_with_plain_pypaimon(probe):
     assert (messages[0].partition, messages[0].bucket) == ((), 0)
 
 
-def test_fast_path_dictionary_only_for_strings_and_rolls_files(probe, tmp_path):
+def test_fast_path_dictionary_only_for_repeating_columns_and_rolls_files(probe, tmp_path):
     probe.create("db.roll", SCHEMA)
     messages = _fast_write(probe, "db.roll", _data(0, 20000), {"target-file-size": "200 kb"})
     files = messages[0].new_files
@@ -114,8 +114,10 @@ def test_fast_path_dictionary_only_for_strings_and_rolls_files(probe, tmp_path):
     for i in range(meta.num_columns):
         column = meta.row_group(0).column(i)
         encodings[column.path_in_schema] = column.encodings
-    assert any("DICTIONARY" in e for e in encodings["name"])
-    assert not any("DICTIONARY" in e for e in encodings["id"])
+    assert any("DICTIONARY" in e for e in encodings["name"])  # 13 values
+    assert any("DICTIONARY" in e for e in encodings["day"])  # 30 values
+    for unique in ("id", "ntz", "point.x"):  # a value per row
+        assert not any("DICTIONARY" in e for e in encodings[unique]), unique
     assert meta.row_group(0).column(0).compression == "ZSTD"
 
 
@@ -144,7 +146,6 @@ def test_abort_deletes_written_files(probe):
 @pytest.mark.parametrize(
     ("create", "reason"),
     [
-        ({"partition_keys": ["name"]}, "partitioned table"),
         ({"primary_keys": ["id"], "options": {"bucket": "2"}}, "primary-key table"),
         ({"options": {"bucket": "2", "bucket-key": "id"}}, "bucketed table"),
         ({"options": {"file.format": "orc"}}, "file.format is not parquet"),
@@ -177,3 +178,170 @@ def test_spark_write_uses_fast_path_and_reads_back(spark, paimon_io, probe):
     got = probe.read_arrow("db.sparkfast")
     assert sorted(got.column("id").to_pylist()) == list(range(3000))
     assert sorted(r[0] for r in read("db.sparkfast").select("id").collect()) == list(range(3000))
+
+
+# ---------------------------------------------------------------- partitioned tables
+
+PART_SCHEMA = pa.schema([*SCHEMA, pa.field("region", pa.string()), pa.field("dt", pa.date32())])
+
+
+def _part_data(start: int, n: int, regions=("eu", "us", None)) -> pa.Table:
+    base = _data(start, n)
+    ids = base.column("id").to_pylist()
+    return base.append_column("region", pa.array([regions[i % len(regions)] for i in ids], pa.string())) \
+        .append_column("dt", pa.array([datetime.date(2024, 1, 1 + i % 2) for i in ids], pa.date32()))
+
+
+def _fast_write_table(table, schema, data: pa.Table, chunk: int = 1000) -> list:
+    assert fast_append.unsupported_reason(table) is None
+    writer = fast_append.FastAppendWriter(table, schema)
+    try:
+        for batch in data.to_batches(max_chunksize=chunk):
+            writer.write(batch)
+        messages = writer.prepare_commit()
+    finally:
+        writer.close()
+    commit = table.new_batch_write_builder().new_commit()
+    commit.commit(messages)
+    commit.close()
+    return messages
+
+
+def _folders(messages) -> dict:
+    import os
+
+    return {m.partition: {os.path.dirname(f.file_path) for f in m.new_files} for m in messages}
+
+
+def test_partitioned_fast_write_matches_pypaimons_writer(probe):
+    """Same partitions, folders (NULL partition included), metadata and rows as pypaimon's writer."""
+    probe.create("db.part", PART_SCHEMA, partition_keys=["region", "dt"])
+    probe.create("db.ref", PART_SCHEMA, partition_keys=["region", "dt"])
+    data = _part_data(0, 6000)
+    ours = _fast_write_table(probe.table("db.part"), PART_SCHEMA, data)
+
+    table = probe.table("db.ref")
+    table_write = table.new_batch_write_builder().new_write()
+    table_write.write_arrow(data)
+    theirs = table_write.prepare_commit()
+    table_write.close()
+    commit = table.new_batch_write_builder().new_commit()
+    commit.commit(theirs)
+    commit.close()
+
+    assert {m.partition for m in ours} == {m.partition for m in theirs}
+    assert len(ours) == 6  # (eu|us|NULL) x 2 days
+    as_ref = {p: {d.replace("db.db/part/", "db.db/ref/") for d in dirs} for p, dirs in _folders(ours).items()}
+    assert as_ref == _folders(theirs)
+    assert any("__DEFAULT_PARTITION__" in d for dirs in as_ref.values() for d in dirs)
+    by_partition = {m.partition: m.new_files[0] for m in theirs}
+    skip = {"file_name", "file_size", "creation_time", "file_path"}
+    for message in ours:
+        assert message.bucket == 0
+        (mine,) = message.new_files
+        for key, value in vars(by_partition[message.partition]).items():
+            if key not in skip:
+                assert repr(getattr(mine, key)) == repr(value), (message.partition, key)
+    assert _sorted(probe.read_arrow("db.part").select(data.column_names)) == _sorted(data)
+    assert _sorted(probe.read_arrow("db.ref").select(data.column_names)) == _sorted(data)
+
+    # partition pruning sees the same partitions
+    for name in ("db.part", "db.ref"):
+        builder = probe.table(name).new_read_builder()
+        builder = builder.with_filter(builder.new_predicate_builder().equal("region", "eu"))
+        got = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        assert set(got.column("region").to_pylist()) == {"eu"} and got.num_rows == 2000
+
+
+def test_interleaved_partitions_keep_open_files_and_buffers_bounded(probe, monkeypatch):
+    """Rows of 40 partitions interleaved in every batch, 4 open files allowed: one file per partition.
+
+    The 4 partitions met first get fast-path files; the other 36 go through pypaimon's
+    writer (no partition's file is finished early, which would make tiny files).
+    """
+    monkeypatch.setattr(fast_append, "MAX_OPEN_FILES", 4)
+    monkeypatch.setattr(fast_append, "BUFFER_BYTES_LIMIT", 64 * 1024)
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("payload", pa.string())])
+    probe.create("db.many", schema, partition_keys=["p"])
+    table = probe.table("db.many")
+    n = 40_000
+    data = pa.table(
+        {"id": list(range(n)), "p": [i % 40 for i in range(n)], "payload": [f"row {i}" for i in range(n)]},
+        schema=schema,
+    )
+    writer = fast_append.FastAppendWriter(table, schema)
+    most_open, most_buffered = 0, 0
+    try:
+        for batch in data.to_batches(max_chunksize=2000):
+            writer.write(batch)
+            most_open = max(most_open, len(writer._open))
+            most_buffered = max(most_buffered, writer._buffered_bytes)
+        messages = writer.prepare_commit()
+    finally:
+        writer.close()
+    commit = table.new_batch_write_builder().new_commit()
+    commit.commit(messages)
+    commit.close()
+
+    assert most_open == 4
+    assert most_buffered <= 64 * 1024
+    files = {m.partition: [f for f in m.new_files] for m in messages}
+    assert sorted(files) == [(p,) for p in range(40)]
+    assert all(len(f) == 1 for f in files.values())
+    fast = {p for p, (f,) in files.items()
+            if not pq.ParquetFile(f.file_path).metadata.row_group(0).column(0).has_dictionary_page}
+    assert fast == {(0,), (1,), (2,), (3,)}  # the rest: pypaimon's writer (dictionary on every column)
+    assert sum(f.row_count for fs in files.values() for f in fs) == n
+    got = probe.read_arrow("db.many")
+    assert sorted(got.column("id").to_pylist()) == list(range(n))
+    assert all(r["id"] % 40 == r["p"] for r in got.select(["id", "p"]).to_pylist())
+
+
+def test_partitioned_abort_deletes_every_partitions_files(probe, monkeypatch):
+    monkeypatch.setattr(fast_append, "MAX_OPEN_FILES", 2)  # some files finished, some open
+    probe.create("db.pabort", PART_SCHEMA, partition_keys=["region", "dt"])
+    writer = fast_append.FastAppendWriter(probe.table("db.pabort"), PART_SCHEMA)
+    for batch in _part_data(0, 6000).to_batches(max_chunksize=500):
+        writer.write(batch)
+    writer._flush_buffer(next(iter(writer._open.values())))
+    writer._wait()
+    assert probe.data_files()
+    writer.abort()
+    writer.close()
+    assert not probe.data_files()
+    assert probe.snapshot_ids("db.pabort") == []
+
+
+def test_dictionary_columns_by_repetition():
+    schema = pa.schema([("u", pa.int64()), ("r", pa.int64()), ("s", pa.string()), ("b", pa.bool_()),
+                        ("n", pa.string())])
+    n = 10_000
+    rows = pa.table({"u": list(range(n)), "r": [i % 7 for i in range(n)], "s": [f"s{i}" for i in range(n)],
+                     "b": [i % 2 == 0 for i in range(n)], "n": [None] * n}, schema=schema)
+    assert fast_append.dictionary_columns(schema, {}, rows) == ["r", "n"]
+    assert fast_append.dictionary_columns(schema, {}) == ["s", "n"]  # no rows: strings
+    assert fast_append.dictionary_columns(schema, {"parquet.enable.dictionary": "false"}, rows) is False
+    # a repeating column whose dictionary would outgrow the page: PLAIN from the start
+    wide = pa.table({"w": [("x" * 400) + str(i % 5000) for i in range(n)]})
+    assert fast_append.dictionary_columns(wide.schema, {}, wide) == []
+
+
+@pytest.mark.spark
+def test_spark_partitioned_write_uses_fast_path_and_reads_back(spark, paimon_io, probe):
+    read, write = paimon_io
+    df = spark.range(0, 5000).selectExpr(
+        "id", "concat('u', cast(id % 10 as string)) as name", "cast(id % 4 as int) as part"
+    )
+    write(df, "db.sparkpart", create_table="true", partition_keys="part")
+    files = [f for f in probe.data_files() if f.endswith(".parquet")]
+    assert len(files) >= 4 and all("/part=" in f for f in files)
+    for path in files:
+        meta = pq.ParquetFile(f"{probe.warehouse}/{path}").metadata
+        columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+                   for i in range(meta.num_columns)}
+        assert not columns["id"].has_dictionary_page  # written by fast_append (pypaimon: dictionary)
+        assert columns["name"].has_dictionary_page
+    got = probe.read_arrow("db.sparkpart")
+    assert sorted(got.column("id").to_pylist()) == list(range(5000))
+    back = read("db.sparkpart").collect()
+    assert sorted((r.id, r.part) for r in back) == [(i, i % 4) for i in range(5000)]

@@ -1,17 +1,17 @@
 """Fast write path: Parquet data files of a plain append table, written straight by pyarrow.
 
-pypaimon's batch writer is general (partitions, buckets, primary keys, blobs, row
-tracking...), and for the simplest and most common Spark target, an unpartitioned
-append table without buckets, it pays for that generality on every Arrow batch
-Spark hands over: a hash group-by to find the (partition, bucket) of each row,
-schema checks, and a buffer that holds the whole file in memory until the end,
-so the Parquet encoding never overlaps with Spark producing the next rows.
+pypaimon's batch writer is general (buckets, primary keys, blobs, row tracking...),
+and for the most common Spark target, an append table without buckets
+(partitioned or not), it pays for that generality on every Arrow batch Spark hands
+over: schema checks, and a buffer that holds each whole file in memory until the
+end, so the Parquet encoding never overlaps with Spark producing the next rows.
 
-``FastAppendWriter`` writes such a table's files itself: it buffers about one row
-group (``ROW_GROUP_ROWS``), encodes it on a background thread while the next
-batches arrive, rolls files at the table's ``target-file-size`` (measured as
-pypaimon does, in Arrow bytes), and returns the same ``CommitMessage`` /
-``DataFileMeta`` that pypaimon's writer would (file name pattern, bucket 0,
+``FastAppendWriter`` writes such a table's files itself: per partition it buffers
+about one row group (``ROW_GROUP_ROWS``), encodes it on a background thread while
+the next batches arrive, rolls files at the table's ``target-file-size`` (measured
+as pypaimon does, in Arrow bytes), and returns the same ``CommitMessage`` /
+``DataFileMeta`` that pypaimon's writer would (partition tuple and folder from
+pypaimon's own row key extractor and path factory, file name pattern, bucket 0,
 sequence numbers 0, schema id, empty key and value statistics as in the default
 ``metadata.stats-mode=none``), so the commit, plain pypaimon and Paimon Java read
 the files like any other.
@@ -19,27 +19,28 @@ the files like any other.
 Parquet settings follow pypaimon's: ``file.compression`` and
 ``file.compression.zstd-level`` (default zstd level 1) and the page index
 (``parquet.write-page-index.enabled``, on by default). One deliberate difference:
-dictionary encoding is used for string and binary columns only (numbers, dates,
-timestamps and decimals are written PLAIN and left to the codec). Dictionary
-encoding of high-cardinality numeric columns costs about twice the CPU of the
-whole Parquet encoding and, with zstd, usually makes files larger rather than
-smaller. Table option ``parquet.enable.dictionary`` (``true``/``false``) sets it
-for every column instead.
+a column is dictionary-encoded only when its values repeat (``dictionary_columns``),
+where pyarrow's default encodes every column and falls back to PLAIN mid-column
+when the dictionary outgrows its page: such mixed column chunks cost write CPU and
+Spark's vectorized reader reads them slower. Table option
+``parquet.enable.dictionary`` (``true``/``false``) sets it for every column instead.
 
-Anything else (primary keys, buckets, partitions, ORC/Avro, ``metadata.stats-mode``
-other than ``none``, data evolution, row tracking, external paths, changelog
-files, blob/vector/variant columns, map shredding, row-count rolling) goes
-through pypaimon's writer unchanged; ``unsupported_reason`` says why.
+Anything else (primary keys, buckets, ORC/Avro, ``metadata.stats-mode`` other
+than ``none``, data evolution, row tracking, external paths, changelog files,
+blob/vector/variant columns, map shredding, row-count rolling) goes through
+pypaimon's writer unchanged; ``unsupported_reason`` says why.
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_paimon.paimon.option_values import bool_option
@@ -49,6 +50,17 @@ from airflow_provider_paimon.paimon.option_values import bool_option
 ROW_GROUP_ROWS = 1024 * 1024
 # Option that turns off this path (falls back to pypaimon's writer).
 FAST_WRITE_OPTION = "spark.fast-append-write"
+# Arrow bytes buffered, over every open file of one task, before the largest
+# buffer is written out as a (smaller) row group: bounds memory when rows of many
+# partitions arrive interleaved.
+BUFFER_BYTES_LIMIT = 128 * 1024 * 1024
+# Files one task keeps open at a time (one per partition it is writing); rows of
+# partitions beyond that go through pypaimon's writer (see FastAppendWriter).
+MAX_OPEN_FILES = 256
+# Rows of a file's first row group looked at to pick its dictionary columns, and
+# the dictionary size beyond which pyarrow would fall back to PLAIN mid-column.
+DICTIONARY_SAMPLE_ROWS = 64 * 1024
+DICTIONARY_LIMIT_BYTES = 1024 * 1024
 
 
 def unsupported_reason(table: Any) -> str | None:
@@ -62,7 +74,6 @@ def unsupported_reason(table: Any) -> str | None:
         (not bool_option(raw, FAST_WRITE_OPTION, True), f"{FAST_WRITE_OPTION}=false"),
         (bool(table.is_primary_key_table), "primary-key table"),
         (table.bucket_mode() != BucketMode.BUCKET_UNAWARE, "bucketed table"),
-        (bool(table.partition_keys), "partitioned table"),
         (
             options.file_format(CoreOptions.FILE_FORMAT_PARQUET) != CoreOptions.FILE_FORMAT_PARQUET,
             "file.format is not parquet",
@@ -102,25 +113,95 @@ def _map_shredding_active(table: Any) -> bool:
         return True
 
 
-def dictionary_columns(schema: pa.Schema, raw_options: dict[str, str]) -> bool | list[str]:
-    """``use_dictionary`` for pyarrow: string/binary columns, unless the table option says."""
+def dictionary_columns(
+    schema: pa.Schema, raw_options: dict[str, str], first_rows: pa.Table | None = None
+) -> bool | list[str]:
+    """``use_dictionary`` for pyarrow: the columns whose values repeat, unless the table option says.
+
+    A column is dictionary-encoded when, in the file's first row group
+    (``first_rows``; its first ``DICTIONARY_SAMPLE_ROWS``), its distinct values are
+    at most half its values and their dictionary fits ``DICTIONARY_LIMIT_BYTES``
+    (pyarrow's dictionary page limit). pyarrow (and so pypaimon) dictionary-encodes
+    every column and, when a dictionary outgrows that limit, switches to PLAIN
+    mid-column: Spark's vectorized reader reads such mixed column chunks about 15%
+    slower than chunks in one encoding (benchmarks/spark_io.py --native-read), and
+    the failed dictionary costs write CPU. Without ``first_rows``: string and binary
+    columns only.
+    """
     if str(raw_options.get("parquet.enable.dictionary") or "").strip():
         return bool_option(raw_options, "parquet.enable.dictionary", True)
     t = pa.types
-    return [
-        f.name
-        for f in schema
-        if t.is_string(f.type)
-        or t.is_large_string(f.type)
-        or t.is_binary(f.type)
-        or t.is_large_binary(f.type)
-    ]
+    if first_rows is None:
+        return [
+            f.name
+            for f in schema
+            if t.is_string(f.type) or t.is_large_string(f.type) or t.is_binary(f.type) or t.is_large_binary(f.type)
+        ]
+    sample = first_rows.slice(0, DICTIONARY_SAMPLE_ROWS)
+    return [f.name for f in schema if _repeats(f.type, sample.column(f.name))]
+
+
+def _repeats(data_type: pa.DataType, column: pa.ChunkedArray) -> bool:
+    """Whether a dictionary pays for ``column``'s values (see ``dictionary_columns``)."""
+    t = pa.types
+    if t.is_boolean(data_type) or t.is_nested(data_type) or t.is_null(data_type):
+        return False  # booleans are bit-packed; nested columns keep pyarrow's default off
+    values = column.length() - column.null_count
+    if values == 0:
+        return True  # all NULL: nothing to encode either way
+    try:
+        # a column of (nearly) unique values shows it in its first rows: decide there
+        # without hashing the whole sample (ids, timestamps, free text)
+        head = column.slice(0, _DICTIONARY_PROBE_ROWS)
+        head_values = head.length() - head.null_count
+        if head_values and pc.count_distinct(head).as_py() * 2 > head_values:
+            return False
+        distinct = pc.count_distinct(column).as_py()
+    except pa.ArrowNotImplementedError:  # a type pyarrow cannot hash: leave it PLAIN
+        return False
+    if distinct * 2 > values:
+        return False
+    width = column.nbytes / column.length()  # about the bytes of one value
+    return distinct * width <= DICTIONARY_LIMIT_BYTES
+
+
+_DICTIONARY_PROBE_ROWS = 1024
+
+
+class _OpenFile:
+    """One data file being written: its partition, its Parquet writer and the rows buffered for it."""
+
+    __slots__ = ("buffer", "buffer_bytes", "buffer_rows", "bytes", "name", "partition", "path", "rows",
+                 "stream", "writer")
+
+    def __init__(self, partition: tuple, path: str, name: str) -> None:
+        self.partition = partition
+        self.path = path
+        self.name = name
+        self.stream: Any = None  # opened with the writer, at the first row group
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0  # rows in this file (written or buffered)
+        self.bytes = 0  # Arrow bytes of those rows (what target-file-size measures)
+        self.buffer: list[pa.RecordBatch] = []
+        self.buffer_rows = 0
+        self.buffer_bytes = 0
 
 
 class FastAppendWriter:
-    """Writes Arrow batches of ``schema`` as Parquet data files of ``table`` (bucket 0)."""
+    """Writes Arrow batches of ``schema`` as Parquet data files of ``table`` (bucket 0).
 
-    def __init__(self, table: Any, schema: pa.Schema) -> None:
+    A partitioned table gets one open file per partition the task meets: rows are
+    split by partition with pypaimon's own row key extractor (so partition tuples,
+    folders and null partitions are exactly pypaimon's), each partition buffers
+    about one row group, and at most ``BUFFER_BYTES_LIMIT`` of rows are buffered in
+    all (the largest buffer is written as a row group first). A task that meets more
+    than ``MAX_OPEN_FILES`` partitions writes the rest with pypaimon's writer
+    (``overflow_writer``), as every partitioned table was written before: finishing
+    files early instead would turn rows of many interleaved partitions into
+    thousands of tiny files.
+    """
+
+    def __init__(self, table: Any, schema: pa.Schema, overflow_writer: Callable[[], Any] | None = None) -> None:
         from pypaimon.common.options.core_options import CoreOptions
         from pypaimon.write.writer.parquet_writer_options import create_parquet_writer_options
 
@@ -130,93 +211,118 @@ class FastAppendWriter:
         options = table.options
         self.target_file_size = options.target_file_size(False)
         self.prefix = options.data_file_prefix()
+        self._raw_options = options.options.to_map()
         compression = options.file_compression()
         self.parquet_kwargs: dict[str, Any] = {
             "compression": compression,
-            "use_dictionary": dictionary_columns(schema, options.options.to_map()),
             **create_parquet_writer_options(options),
         }
         if str(compression).lower() == "zstd":
             self.parquet_kwargs["compression_level"] = options.file_compression_zstd_level()
         self._format = CoreOptions.FILE_FORMAT_PARQUET
+        self._extractor = table.create_row_key_extractor() if table.partition_keys else None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="paimon-parquet")
         self._pending: Future | None = None
-        self._buffer: list[pa.RecordBatch] = []
-        self._buffer_rows = 0
-        self._file: dict[str, Any] | None = (
-            None  # the open file: path, name, stream, writer, rows, bytes
-        )
-        self._done: list[Any] = []  # DataFileMeta of finished files
+        self._open: dict[tuple, _OpenFile] = {}  # by partition
+        self._buffered_bytes = 0  # Arrow bytes buffered over every open file
+        self._done: dict[tuple, list[Any]] = {}  # partition -> DataFileMeta of finished files
         self._paths: list[str] = []  # every file started (for abort)
+        self._new_overflow = overflow_writer or (lambda: table.new_batch_write_builder().new_write())
+        self._overflow: Any = None  # pypaimon's TableWrite, once a partition goes past the cap
+        self._overflow_partitions: set[tuple] = set()
 
     # -- writing ----------------------------------------------------------------
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
-        if (
-            self._file is not None
-            and self._file["bytes"]
-            and self._file["bytes"] + batch.nbytes > self.target_file_size
-        ):
-            self._flush_buffer()
-            self._finish_file()
-        current = self._file if self._file is not None else self._open_file()
-        self._buffer.append(batch)
-        self._buffer_rows += batch.num_rows
-        current["rows"] += batch.num_rows
-        current["bytes"] += batch.nbytes
-        if self._buffer_rows >= ROW_GROUP_ROWS:
-            self._flush_buffer()
+        if self._extractor is None:
+            self._write_rows((), batch)
+            return
+        groups = self._extractor.extract_partition_bucket_groups(batch)
+        if len(groups) == 1:
+            self._write_rows(tuple(groups[0][0]), batch)
+            return
+        # one gather of the whole batch in partition order, then a zero-copy slice per
+        # partition (a take per partition costs more than the rows it moves)
+        ordered = batch.take(pa.chunked_array([rows for _, _, rows in groups]).combine_chunks())
+        offset = 0
+        for partition, _bucket, rows in groups:
+            self._write_rows(tuple(partition), ordered.slice(offset, len(rows)))
+            offset += len(rows)
 
-    def _open_file(self) -> dict[str, Any]:
+    def _write_rows(self, partition: tuple, batch: pa.RecordBatch) -> None:
+        nbytes = batch.nbytes  # computed from the buffers on every access
+        current = self._open.get(partition)
+        if current is None and (partition in self._overflow_partitions or len(self._open) >= MAX_OPEN_FILES):
+            self._overflow_partitions.add(partition)
+            if self._overflow is None:
+                self._overflow = self._new_overflow()
+            self._overflow.write_arrow(batch)
+            return
+        if current is not None and current.bytes and current.bytes + nbytes > self.target_file_size:
+            self._finish_file(current)
+            current = None
+        if current is None:
+            current = self._start_file(partition)
+        current.buffer.append(batch)
+        current.buffer_rows += batch.num_rows
+        current.buffer_bytes += nbytes
+        current.rows += batch.num_rows
+        current.bytes += nbytes
+        self._buffered_bytes += nbytes
+        if current.buffer_rows >= ROW_GROUP_ROWS:
+            self._flush_buffer(current)
+        while self._buffered_bytes > BUFFER_BYTES_LIMIT:
+            self._flush_buffer(max(self._open.values(), key=lambda f: f.buffer_bytes))
+
+    def _start_file(self, partition: tuple) -> _OpenFile:
         from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
         name = f"{self.prefix}{uuid.uuid4()}-0.{self._format}"
-        path = canonical_data_file_path(self.table, (), 0, name)
+        path = canonical_data_file_path(self.table, partition, 0, name)
         self._paths.append(path)
-        stream = self.file_io.new_output_stream(path)
-        try:
-            writer = pq.ParquetWriter(stream, self.schema, **self.parquet_kwargs)
-        except BaseException:
-            stream.close()
-            raise
-        self._file = {
-            "path": path,
-            "name": name,
-            "stream": stream,
-            "writer": writer,
-            "rows": 0,
-            "bytes": 0,
-        }
-        return self._file
+        current = self._open[partition] = _OpenFile(partition, path, name)
+        return current
 
-    def _flush_buffer(self) -> None:
-        """Hand the buffered rows to the encoding thread as one row group."""
-        if not self._buffer:
+    def _flush_buffer(self, current: _OpenFile) -> None:
+        """Hand ``current``'s buffered rows to the encoding thread as one row group."""
+        if not current.buffer:
             return
-        table = pa.Table.from_batches(self._buffer, schema=self.schema)
-        self._buffer = []
-        self._buffer_rows = 0
+        table = pa.Table.from_batches(current.buffer, schema=self.schema)
+        self._buffered_bytes -= current.buffer_bytes
+        current.buffer, current.buffer_rows, current.buffer_bytes = [], 0, 0
         self._wait()
-        assert self._file is not None, "rows are buffered only while a file is open"
-        writer = self._file["writer"]
-        self._pending = self._pool.submit(writer.write_table, table, row_group_size=ROW_GROUP_ROWS)
+        if current.writer is None:  # the file's first row group picks its dictionary columns
+            current.stream = self.file_io.new_output_stream(current.path)
+            try:
+                current.writer = pq.ParquetWriter(
+                    current.stream,
+                    self.schema,
+                    use_dictionary=dictionary_columns(self.schema, self._raw_options, table),
+                    **self.parquet_kwargs,
+                )
+            except BaseException:
+                current.stream.close()
+                current.stream = None
+                raise
+        self._pending = self._pool.submit(current.writer.write_table, table, row_group_size=ROW_GROUP_ROWS)
 
     def _wait(self) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
             pending.result()
 
-    def _finish_file(self) -> None:
+    def _finish_file(self, current: _OpenFile) -> None:
+        self._flush_buffer(current)
         self._wait()
-        current, self._file = self._file, None
-        assert current is not None, "_finish_file needs an open file"
-        current["writer"].close()
-        current["stream"].close()
-        self._done.append(self._file_meta(current))
+        del self._open[current.partition]
+        assert current.writer is not None, "a started file has rows, so its writer is open"
+        current.writer.close()
+        current.stream.close()
+        self._done.setdefault(current.partition, []).append(self._file_meta(current))
 
-    def _file_meta(self, current: dict[str, Any]) -> Any:
+    def _file_meta(self, current: _OpenFile) -> Any:
         from pypaimon.data.timestamp import Timestamp
         from pypaimon.manifest.schema.data_file_meta import DataFileMeta
         from pypaimon.manifest.schema.simple_stats import SimpleStats
@@ -225,9 +331,9 @@ class FastAppendWriter:
         # What pypaimon's AppendOnlyDataWriter records for an unaware-bucket append
         # file with metadata.stats-mode=none: no keys, no value stats, sequence 0..0.
         return DataFileMeta.create(
-            file_name=current["name"],
-            file_size=self.file_io.get_file_size(current["path"]),
-            row_count=current["rows"],
+            file_name=current.name,
+            file_size=self.file_io.get_file_size(current.path),
+            row_count=current.rows,
             min_key=GenericRow([], []),
             max_key=GenericRow([], []),
             key_stats=SimpleStats.empty_stats(),
@@ -244,43 +350,49 @@ class FastAppendWriter:
             external_path=None,
             first_row_id=None,
             write_cols=None,
-            file_path=current["path"],
+            file_path=current.path,
         )
 
     # -- ending ----------------------------------------------------------------
 
     def prepare_commit(self) -> list[Any]:
-        """Finish the open file; the commit messages for every file written."""
+        """Finish every open file; one commit message per partition written."""
         from pypaimon.write.commit_message import CommitMessage
 
-        if self._file is not None:
-            self._flush_buffer()
-            self._finish_file()
-        if not self._done:
-            return []
-        return [
+        for current in list(self._open.values()):
+            self._finish_file(current)
+        messages = [
             CommitMessage(
-                partition=(),
+                partition=partition,
                 bucket=0,
-                new_files=list(self._done),
+                new_files=list(files),
                 changelog_files=[],
                 total_buckets=None,
             )
+            for partition, files in self._done.items()
         ]
+        if self._overflow is not None:
+            messages.extend(self._overflow.prepare_commit())
+        return messages
 
     def abort(self) -> None:
         """Delete every file this writer started (committed or not)."""
         with contextlib.suppress(BaseException):  # the write already failed
             self._wait()
-        if self._file is not None:
-            for closer in (self._file["writer"].close, self._file["stream"].close):
-                with contextlib.suppress(Exception):  # best effort before deleting
-                    closer()
-            self._file = None
+        for current in self._open.values():
+            for closer in (current.writer, current.stream):
+                if closer is not None:
+                    with contextlib.suppress(Exception):  # best effort before deleting
+                        closer.close()
+        self._open = {}
+        self._buffered_bytes = 0
         for path in self._paths:
             self.file_io.delete_quietly(path)
-        self._done = []
-        self._buffer = []
+        self._done = {}
+        if self._overflow is not None:
+            self._overflow.abort()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self._overflow is not None:
+            self._overflow.close()

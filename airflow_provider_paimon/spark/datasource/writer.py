@@ -2,8 +2,8 @@
 
 Each Spark task opens the table, writes its Arrow batches with pypaimon's batch
 writer (files land under the table's bucket folders, invisible until committed) and
-returns the pypaimon ``CommitMessage`` list describing them. Plain append tables
-(unpartitioned, no buckets, Parquet) take a faster path, ``fast_append``, that
+returns the pypaimon ``CommitMessage`` list describing them. Append tables without
+buckets (partitioned or not, Parquet) take a faster path, ``fast_append``, that
 writes the same files and metadata directly with pyarrow. When every task has
 succeeded Spark calls ``commit`` once on the driver with all messages, and a single
 pypaimon commit publishes them: one Spark write = one snapshot, all or nothing.
@@ -138,7 +138,9 @@ class PaimonWriter(DataSourceArrowWriter):
         writer: Any
         if fast_append.unsupported_reason(table) is None:
             # plain append table: Parquet files written by ``fast_append`` (same metadata)
-            writer = fast_append.FastAppendWriter(table, target)
+            writer = fast_append.FastAppendWriter(
+                table, target, overflow_writer=lambda: self._write_builder(table).new_write()
+            )
             write_batch = writer.write
         else:
             writer = self._write_builder(table).new_write()
