@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from spark_io import full_scan, make_df, ratios, timed, workload_parser
+from spark_io import full_scan, make_df, print_ratio_table, timed, workload_parser
 
 from airflow_provider_paimon.spark.session import local_session
 
@@ -82,11 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             f"input partitions={args.partitions} master={spark.sparkContext.master} cpus={os.cpu_count()} "
             f"load average {os.getloadavg()[0]:.1f}"
         )
-        print(f"{'op':<6} {'side':<10} {'best s':>8} {'median s':>9}  vs parquet (best / median)")
-        for op, times in (("write", write_times), ("read", read_times)):
-            for side, ts in times.items():
-                best, median = ratios(ts, times["parquet"])
-                print(f"{op:<6} {side:<10} {min(ts):>8.2f} {statistics.median(ts):>9.2f}  {best:.2f}x / {median:.2f}x")
+        print_ratio_table("op", {"write": write_times, "read": read_times})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()

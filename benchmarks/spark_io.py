@@ -93,6 +93,15 @@ def ratios(ours: list[float], baseline: list[float]) -> tuple[float, float]:
     return min(baseline) / min(ours), statistics.median(baseline) / statistics.median(ours)
 
 
+def print_ratio_table(label: str, times: dict[str, dict[str, list[float]]]) -> None:
+    """Per ``label`` (query or operation) and side: best, median, and the ratio to ``parquet``'s."""
+    print(f"{label:<9} {'side':<10} {'best s':>8} {'median s':>9}  vs parquet (best / median)")
+    for name, sides in times.items():
+        for side, ts in sides.items():
+            best, median = ratios(ts, sides["parquet"])
+            print(f"{name:<9} {side:<10} {min(ts):>8.2f} {statistics.median(ts):>9.2f}  {best:.2f}x / {median:.2f}x")
+
+
 def full_scan(df) -> int:
     """Hash every column of every row, so no reader can skip decoding anything."""
     return df.selectExpr("sum(hash(*)) as h").collect()[0][0]
@@ -250,11 +259,7 @@ def native_read_main(args: argparse.Namespace) -> int:
             f"\nnative read: rows={args.rows:,} columns=10 (+ part, 100 partitions) repeat={args.repeat} "
             f"master={spark.sparkContext.master} cpus={os.cpu_count()} load average {os.getloadavg()[0]:.1f}"
         )
-        print(f"{'query':<9} {'side':<8} {'best s':>8} {'median s':>9}  vs parquet (best / median)")
-        for query, sides_times in times.items():
-            for side, ts in sides_times.items():
-                best, median = ratios(ts, sides_times["parquet"])
-                print(f"{query:<9} {side:<8} {min(ts):>8.2f} {statistics.median(ts):>9.2f}  {best:.2f}x / {median:.2f}x")
+        print_ratio_table("query", times)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()

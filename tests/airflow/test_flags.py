@@ -21,8 +21,8 @@ from airflow_provider_paimon.operators.compaction import CompactionOperator, as_
 from airflow_provider_paimon.paimon.compaction.precommit import precommit_enabled
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import ACCEPTED_BOOLEANS, parse_int
+from airflow_provider_paimon.paimon.parquet_encoding import dictionary_columns
 from airflow_provider_paimon.paimon.stream_scan import parse_stream_scan_config
-from airflow_provider_paimon.spark.datasource.fast_append import dictionary_columns
 from airflow_provider_paimon.spark.lineage.config import KEY_ENABLED as LINEAGE_ENABLED
 from airflow_provider_paimon.spark.lineage.config import KEY_POLL_INTERVAL_MS, capture_config
 from airflow_provider_paimon.spark.options import parse_options

@@ -320,3 +320,27 @@ def test_compact_snapshot_carries_the_runs_properties(warehouse):
     path = os.path.join(warehouse, "db.db", "t", "snapshot", f"snapshot-{snap.id}")
     with open(path) as fh:
         assert json.load(fh)["properties"]["airflow.run_id"] == "manual__1"
+
+
+def test_compacted_files_dictionary_encode_only_repeating_columns(warehouse):
+    """pypaimon's small files have a dictionary on every column; the rewrite keeps one only where values repeat."""
+    import pyarrow.parquet as pq
+
+    def dictionary_pages(path: str) -> dict[str, bool]:
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        return {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
+
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 8)
+    before = [e.file.file_path for e in live_entries(table, latest_snapshot(table))]
+    assert all(dictionary_pages(p)["id"] for p in before)  # pyarrow's default
+    rows_before = checksum(table)
+
+    assert _compact(table).committed
+    table = reload(warehouse)
+    added = [e.file for e in live_entries(table, latest_snapshot(table)) if e.file.file_source == 1]
+    assert added
+    for meta in added:
+        pages = dictionary_pages(meta.file_path)
+        assert pages == {"id": False, "p": True, "v": False}, meta.file_name
+    assert checksum(table) == rows_before

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_paimon.paimon.parquet_encoding import dictionary_columns
 from airflow_provider_paimon.spark.datasource import fast_append
 
 SCHEMA = pa.schema(
@@ -57,21 +58,15 @@ def _sorted(table: pa.Table) -> list[dict]:
 
 def _fast_write(probe, name: str, data: pa.Table, options: dict | None = None) -> list:
     table = probe.table(name)
-    if options:
-        table = table.copy(options)
-    assert fast_append.unsupported_reason(table) is None
-    writer = fast_append.FastAppendWriter(table, SCHEMA)
+    return _fast_write_table(table.copy(options) if options else table, SCHEMA, data)
+
+
+def _commit(table, messages: list) -> None:
+    commit = table.new_batch_write_builder().new_commit()
     try:
-        for batch in data.to_batches(max_chunksize=1000):
-            writer.write(batch)
-        messages = writer.prepare_commit()
+        commit.commit(messages)
     finally:
-        writer.close()
-    builder = table.new_batch_write_builder()
-    commit = builder.new_commit()
-    commit.commit(messages)
-    commit.close()
-    return messages
+        commit.close()
 
 
 def test_fast_path_files_read_back_with_plain_pypaimon(probe):
@@ -201,9 +196,7 @@ def _fast_write_table(table, schema, data: pa.Table, chunk: int = 1000) -> list:
         messages = writer.prepare_commit()
     finally:
         writer.close()
-    commit = table.new_batch_write_builder().new_commit()
-    commit.commit(messages)
-    commit.close()
+    _commit(table, messages)
     return messages
 
 
@@ -225,9 +218,7 @@ def test_partitioned_fast_write_matches_pypaimons_writer(probe):
     table_write.write_arrow(data)
     theirs = table_write.prepare_commit()
     table_write.close()
-    commit = table.new_batch_write_builder().new_commit()
-    commit.commit(theirs)
-    commit.close()
+    _commit(table, theirs)
 
     assert {m.partition for m in ours} == {m.partition for m in theirs}
     assert len(ours) == 6  # (eu|us|NULL) x 2 days
@@ -279,9 +270,7 @@ def test_interleaved_partitions_keep_open_files_and_buffers_bounded(probe, monke
         messages = writer.prepare_commit()
     finally:
         writer.close()
-    commit = table.new_batch_write_builder().new_commit()
-    commit.commit(messages)
-    commit.close()
+    _commit(table, messages)
 
     assert most_open == 4
     assert most_buffered <= 64 * 1024
@@ -318,12 +307,12 @@ def test_dictionary_columns_by_repetition():
     n = 10_000
     rows = pa.table({"u": list(range(n)), "r": [i % 7 for i in range(n)], "s": [f"s{i}" for i in range(n)],
                      "b": [i % 2 == 0 for i in range(n)], "n": [None] * n}, schema=schema)
-    assert fast_append.dictionary_columns(schema, {}, rows) == ["r", "n"]
-    assert fast_append.dictionary_columns(schema, {}) == ["s", "n"]  # no rows: strings
-    assert fast_append.dictionary_columns(schema, {"parquet.enable.dictionary": "false"}, rows) is False
+    assert dictionary_columns(schema, {}, rows) == ["r", "n"]
+    assert dictionary_columns(schema, {}) == ["s", "n"]  # no rows: strings
+    assert dictionary_columns(schema, {"parquet.enable.dictionary": "false"}, rows) is False
     # a repeating column whose dictionary would outgrow the page: PLAIN from the start
     wide = pa.table({"w": [("x" * 400) + str(i % 5000) for i in range(n)]})
-    assert fast_append.dictionary_columns(wide.schema, {}, wide) == []
+    assert dictionary_columns(wide.schema, {}, wide) == []
 
 
 @pytest.mark.spark

@@ -3,7 +3,8 @@
 Runs wherever it is called: on a Spark executor for a compaction bin, or on the
 driver for pre-commit merging. It reads the files with pypaimon (so older schemas and
 any file format are handled as a reader would see them) and writes with pypaimon's
-own append writer (file naming, format, compression, statistics, external paths).
+own append writer (file naming, format, compression, statistics, external paths),
+with the Parquet dictionary columns chosen from the rows (``paimon.parquet_encoding``).
 
 Sizing: pypaimon's writer rolls on in-memory Arrow bytes, which overshoot the file
 size on disk several times, so the output would come out far below the target and be
@@ -34,6 +35,7 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.writer.append_only_data_writer import AppendOnlyDataWriter
 
+from ..parquet_encoding import DICTIONARY_SAMPLE_ROWS, dictionary_columns
 from .scan import resolve_path
 
 FILE_SOURCE_APPEND = 0
@@ -79,7 +81,7 @@ def rewrite_files(
     writer.target_file_row_num = rows_per_file
     try:
         written = 0
-        for batch in read_files(table, partition, bucket, files):
+        for batch in _with_dictionary_choice(writer, read_files(table, partition, bucket, files)):
             if batch.num_rows:
                 writer.write(batch)
                 written += batch.num_rows
@@ -103,6 +105,37 @@ def rewrite_files(
                             level=0, file_source=file_source)
         for f in new_files
     ]
+
+
+def _with_dictionary_choice(writer: Any, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, after setting ``writer``'s Parquet dictionary columns from the first of them.
+
+    pypaimon's writer leaves pyarrow's default, a dictionary for every column that
+    falls back to PLAIN mid-column when it overflows (slower to read with Spark, see
+    ``paimon.parquet_encoding``). The choice is made once per rewrite from its first
+    ``DICTIONARY_SAMPLE_ROWS`` rows, so the first batches are held until then.
+    """
+    if getattr(writer, "file_format", None) != "parquet" or not isinstance(
+        getattr(writer, "parquet_writer_options", None), dict
+    ):
+        yield from batches
+        return
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        held.append(batch)
+        rows += batch.num_rows
+        if rows >= DICTIONARY_SAMPLE_ROWS:
+            break
+    if held:
+        first = pa.Table.from_batches(held)
+        raw = writer.options.options.to_map()
+        writer.parquet_writer_options = {
+            **writer.parquet_writer_options,
+            "use_dictionary": dictionary_columns(first.schema, raw, first),
+        }
+    yield from held
+    yield from batches
 
 
 READ_BATCH_ROWS = 64 * 1024

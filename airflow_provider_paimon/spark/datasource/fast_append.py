@@ -19,7 +19,8 @@ the files like any other.
 Parquet settings follow pypaimon's: ``file.compression`` and
 ``file.compression.zstd-level`` (default zstd level 1) and the page index
 (``parquet.write-page-index.enabled``, on by default). One deliberate difference:
-a column is dictionary-encoded only when its values repeat (``dictionary_columns``),
+a column is dictionary-encoded only when its values repeat
+(``paimon.parquet_encoding.dictionary_columns``),
 where pyarrow's default encodes every column and falls back to PLAIN mid-column
 when the dictionary outgrows its page: such mixed column chunks cost write CPU and
 Spark's vectorized reader reads them slower. Table option
@@ -40,10 +41,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_paimon.paimon.option_values import bool_option
+from airflow_provider_paimon.paimon.parquet_encoding import dictionary_columns
 
 # Rows per Parquet row group (pyarrow's default for write_table, so files look like
 # pypaimon's): also how much the writer buffers before encoding.
@@ -57,10 +58,6 @@ BUFFER_BYTES_LIMIT = 128 * 1024 * 1024
 # Files one task keeps open at a time (one per partition it is writing); rows of
 # partitions beyond that go through pypaimon's writer (see FastAppendWriter).
 MAX_OPEN_FILES = 256
-# Rows of a file's first row group looked at to pick its dictionary columns, and
-# the dictionary size beyond which pyarrow would fall back to PLAIN mid-column.
-DICTIONARY_SAMPLE_ROWS = 64 * 1024
-DICTIONARY_LIMIT_BYTES = 1024 * 1024
 
 
 def unsupported_reason(table: Any) -> str | None:
@@ -111,61 +108,6 @@ def _map_shredding_active(table: Any) -> bool:
         return MapSharedShreddingWriter(table.fields, table.options, "parquet", None).is_active()
     except Exception:  # noqa: BLE001 - cannot tell: let pypaimon handle it
         return True
-
-
-def dictionary_columns(
-    schema: pa.Schema, raw_options: dict[str, str], first_rows: pa.Table | None = None
-) -> bool | list[str]:
-    """``use_dictionary`` for pyarrow: the columns whose values repeat, unless the table option says.
-
-    A column is dictionary-encoded when, in the file's first row group
-    (``first_rows``; its first ``DICTIONARY_SAMPLE_ROWS``), its distinct values are
-    at most half its values and their dictionary fits ``DICTIONARY_LIMIT_BYTES``
-    (pyarrow's dictionary page limit). pyarrow (and so pypaimon) dictionary-encodes
-    every column and, when a dictionary outgrows that limit, switches to PLAIN
-    mid-column: Spark's vectorized reader reads such mixed column chunks about 15%
-    slower than chunks in one encoding (benchmarks/spark_io.py --native-read), and
-    the failed dictionary costs write CPU. Without ``first_rows``: string and binary
-    columns only.
-    """
-    if str(raw_options.get("parquet.enable.dictionary") or "").strip():
-        return bool_option(raw_options, "parquet.enable.dictionary", True)
-    t = pa.types
-    if first_rows is None:
-        return [
-            f.name
-            for f in schema
-            if t.is_string(f.type) or t.is_large_string(f.type) or t.is_binary(f.type) or t.is_large_binary(f.type)
-        ]
-    sample = first_rows.slice(0, DICTIONARY_SAMPLE_ROWS)
-    return [f.name for f in schema if _repeats(f.type, sample.column(f.name))]
-
-
-def _repeats(data_type: pa.DataType, column: pa.ChunkedArray) -> bool:
-    """Whether a dictionary pays for ``column``'s values (see ``dictionary_columns``)."""
-    t = pa.types
-    if t.is_boolean(data_type) or t.is_nested(data_type) or t.is_null(data_type):
-        return False  # booleans are bit-packed; nested columns keep pyarrow's default off
-    values = column.length() - column.null_count
-    if values == 0:
-        return True  # all NULL: nothing to encode either way
-    try:
-        # a column of (nearly) unique values shows it in its first rows: decide there
-        # without hashing the whole sample (ids, timestamps, free text)
-        head = column.slice(0, _DICTIONARY_PROBE_ROWS)
-        head_values = head.length() - head.null_count
-        if head_values and pc.count_distinct(head).as_py() * 2 > head_values:
-            return False
-        distinct = pc.count_distinct(column).as_py()
-    except pa.ArrowNotImplementedError:  # a type pyarrow cannot hash: leave it PLAIN
-        return False
-    if distinct * 2 > values:
-        return False
-    width = column.nbytes / column.length()  # about the bytes of one value
-    return distinct * width <= DICTIONARY_LIMIT_BYTES
-
-
-_DICTIONARY_PROBE_ROWS = 1024
 
 
 class _OpenFile:
