@@ -136,7 +136,10 @@ class FastAppendWriter:
     split by partition with pypaimon's own row key extractor (so partition tuples,
     folders and null partitions are exactly pypaimon's), each partition buffers
     about one row group, and at most ``BUFFER_BYTES_LIMIT`` of rows are buffered in
-    all (the largest buffer is written as a row group first). A task that meets more
+    all (the largest buffer is written as a row group first; since each batch's
+    partition slices share its buffers until the last of them is written, the memory
+    held can reach about twice that, still far below pypaimon's writer, which keeps
+    every partition's whole file in memory). A task that meets more
     than ``MAX_OPEN_FILES`` partitions writes the rest with pypaimon's writer
     (``overflow_writer``), as every partitioned table was written before: finishing
     files early instead would turn rows of many interleaved partitions into
