@@ -244,3 +244,46 @@ def test_register_views_for_sql_users(spark, world):
             spark.catalog.dropTempView(view)
     with pytest.raises(LookupError, match="does not exist"):
         register_views(spark, "nodb", warehouse=world["warehouse"])
+
+
+def test_many_small_local_files_are_listed_on_the_driver(spark, world):
+    """Above 32 paths Spark lists files in a Spark job, one task per file; read_table
+    lists its planned local files on the driver instead and leaves the session's conf
+    as it found it (unset, or the user's own value)."""
+    import pyarrow as pa
+    from pypaimon import Schema
+
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    conf_key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    catalog = open_catalog(world["warehouse"])
+    catalog.create_database("natfiles", True)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    catalog.create_table("natfiles.small", Schema.from_pyarrow_schema(schema), False)
+    table = load_table(catalog, "natfiles.small")
+    builder = table.new_batch_write_builder()
+    messages = []
+    for i in range(40):  # 40 writers, a file each, one commit
+        write = builder.new_write()
+        write.write_arrow(pa.table({"id": [i, i + 100], "v": [f"a{i}", None]}, schema=schema))
+        messages.extend(write.prepare_commit())
+        write.close()
+    commit = builder.new_commit()
+    commit.commit(messages)
+    commit.close()
+
+    sc = spark.sparkContext
+    for user_value in (None, "16"):
+        if user_value is not None:
+            spark.conf.set(conf_key, user_value)
+        sc.setJobGroup("native-listing", "read_table listing")
+        try:
+            df = read_table(spark, "natfiles.small", warehouse=world["warehouse"])
+        finally:
+            sc.setJobGroup("other", "other")
+        assert df.native_plan.native_files == 40
+        assert sc.statusTracker().getJobIdsForGroup("native-listing") == []
+        assert spark.conf.get(conf_key, None) == user_value
+        ours, theirs = same_rows_as_pypaimon(df, table)
+        assert ours == theirs and len(ours) == 80
+    spark.conf.unset(conf_key)

@@ -21,7 +21,9 @@ with any DataFrame over a fixed set of files).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -37,6 +39,10 @@ log = logging.getLogger(__name__)
 # calendar (as pyarrow does); Spark must not "rebase" old dates as if a legacy Spark
 # (hybrid Julian calendar) had written them.
 _PARQUET_OPTIONS = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
+
+# Above this many paths Spark lists files with a Spark job of one task per path.
+_LISTING_THRESHOLD_CONF = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+_listing_lock = threading.Lock()
 
 
 def read_table(
@@ -100,7 +106,8 @@ def _native_frame(spark: Any, group: NativeGroup) -> DataFrame:
     reader = spark.read.format(group.format).schema(group.file_schema)
     if group.format == "parquet":
         reader = reader.options(**_PARQUET_OPTIONS)
-    df = reader.load(group.paths)
+    with _listing_on_driver(spark, group.paths):
+        df = reader.load(group.paths)
     columns = []
     for f in group.fields:
         if f.file_name is None:
@@ -113,6 +120,37 @@ def _native_frame(spark: Any, group: NativeGroup) -> DataFrame:
             column = _opaque(column, f.data_type)
         columns.append(column.alias(f.name))
     return df.select(*columns)
+
+
+@contextmanager
+def _listing_on_driver(spark: Any, paths: list[str]) -> Iterator[None]:
+    """Let Spark list local files on the driver instead of in a Spark job.
+
+    Spark looks up every path it is given; above
+    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` (32) paths it does so in
+    a Spark job of one task per path, which for a table of 2,000 small files took
+    about 5 s on two cores against 0.2-0.4 s on the driver. The plan already names
+    each file, so on the local filesystem the driver lookup is the cheap one; the
+    threshold is raised only while Spark lists these paths, then restored. Paths on
+    object storage keep Spark's parallel listing (one request per file there).
+    """
+    local = all(p.startswith("file:") or ":" not in p.split("/", 1)[0] for p in paths)
+    if not local:
+        yield
+        return
+    with _listing_lock:
+        before = spark.conf.get(_LISTING_THRESHOLD_CONF, None)
+        if before is not None and int(before) >= len(paths):
+            yield
+            return
+        spark.conf.set(_LISTING_THRESHOLD_CONF, str(len(paths)))
+        try:
+            yield
+        finally:
+            if before is None:
+                spark.conf.unset(_LISTING_THRESHOLD_CONF)
+            else:
+                spark.conf.set(_LISTING_THRESHOLD_CONF, before)
 
 
 def _opaque(column: Column, data_type: DataType) -> Column:
