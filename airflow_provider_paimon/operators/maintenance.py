@@ -286,7 +286,8 @@ class RollbackOperator(_MaintenanceOperator):
 
     XCom: ``snapshot_id`` (what the branch now reads as latest), ``target_snapshot_id``,
     ``removed_snapshot_ids``, ``removed_tags``, ``deleted_file_count``,
-    ``deleted_bytes``, ``as_latest``, ``duration_s``.
+    ``deleted_bytes``, ``as_latest``, ``duration_s``; with ``as_latest``, also
+    ``already_rolled_back`` (an earlier try had committed it: a retry commits nothing).
     """
 
     action = "rollback"
@@ -347,6 +348,9 @@ class RollbackOperator(_MaintenanceOperator):
         target = f"snapshot {result.get('target_snapshot_id')}"
         if result.get("tag"):
             target += f" (tag {result['tag']})"
+        if result.get("already_rolled_back"):
+            return (f"Rollback of {where} to {target} as latest: snapshot {result.get('snapshot_id')} "
+                    f"already reads as it (an earlier try committed it); nothing committed; took {_took(result)}")
         if result.get("as_latest"):
             return (f"Rollback of {where} to {target} as latest: committed snapshot "
                     f"{result.get('snapshot_id')} reading as it; nothing deleted; took {_took(result)}")

@@ -190,6 +190,15 @@ def test_run_tag_with_retention_rename_and_expiry(wh, monkeypatch):
     assert wh.read_ids("db.events") == rows and wh.read_ids("db.events", branch="fix") == fix_rows
 
 
+def test_rollback_summary_says_whether_an_as_latest_rollback_committed():
+    op = RollbackOperator(task_id="r", table="db.t", tag="t1", as_latest=True)
+    base = {"branch": "main", "target_snapshot_id": 2, "tag": "t1", "as_latest": True, "duration_s": 0.1}
+    first = op.summary({**base, "snapshot_id": 6, "already_rolled_back": False})
+    retry = op.summary({**base, "snapshot_id": 6, "already_rolled_back": True})
+    assert "committed snapshot 6" in first and "already" not in first
+    assert "snapshot 6 already reads as it" in retry and "nothing committed" in retry
+
+
 def test_rollback_destructive_keeps_branch_and_tag(wh):
     """Roll main back to snapshot 2 (one submit): snapshot 3 goes, the branch and tag t1 still read."""
     fix_rows = wh.read_ids("db.events", branch="fix")

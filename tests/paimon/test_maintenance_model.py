@@ -483,9 +483,14 @@ class Model:
         target = self.pick(ids[:-1])
         expected = self.rows[self.doc(br, "snapshot", str(target))["uuid"]]
         try:
-            rollback(self.table(), branch=br, snapshot_id=target, as_latest=as_latest)
+            result = rollback(self.table(), branch=br, snapshot_id=target, as_latest=as_latest)
         except TagInUseError:
             return "rollback refused (branch needs a later tag)"
+        if as_latest and result["already_rolled_back"]:
+            # the newest snapshot already is an as_latest rollback to this target
+            assert self.snaps(br)[-1] == ids[-1] == result["snapshot_id"], (br, ids, result)
+            assert read_rows(self.table(br)) == sorted(expected), (br, target, "already rolled back")
+            return "rollback as_latest: already"
         if as_latest:
             self.expect_latest(br, expected, ids[-1])
         else:

@@ -102,6 +102,10 @@ def test_rollback_as_latest_keeps_history(warehouse, monkeypatch):
     assert doc["commitKind"] == "OVERWRITE" and doc["properties"]["rollback.tag"] == "t2"
     assert doc["properties"]["airflow.dag_id"] == "undo_bad_load"
     assert doc["properties"]["airflow.run_id"] == "manual__3"
+    assert result["already_rolled_back"] is False
+    again = rollback(load_table(catalog, "db.t"), snapshot_id=2, as_latest=True)  # t2 is snapshot 2
+    assert again["snapshot_id"] == 6 and again["already_rolled_back"] is True
+    assert meta_ids(table_dir(warehouse), None, "snapshot", "snapshot-")[-1] == "6"
     write(load_table(catalog, "db.t"), [7])
     assert read_rows(load_table(catalog, "db.t")) == sorted(before[("main", "tag", "t2")] + [(7, "m7")])
     # on a branch: its own snapshot ids, shared manifest folder
@@ -205,7 +209,9 @@ def test_sigkill_at_step_then_rerun(warehouse, tmp_path, mode, step):
     if mode == "latest":  # history kept: snapshot 5 reads as before, the rollback is a new snapshot
         assert at(catalog, 5) == at_5
         # killed after its snapshot was created: that commit (6) is complete and reads the
-        # target; the rerun does not know it and commits the same rows again (7)
-        assert at(catalog, 6) == want and result["snapshot_id"] == 7 and at(catalog, 7) == want
+        # target; the rerun recognises it, finishes the switch and commits nothing again
+        assert at(catalog, 6) == want and result["snapshot_id"] == 6 and result["already_rolled_back"]
+        assert meta_ids(table_dir(warehouse), None, "snapshot", "snapshot-")[-1] == "6"
+        assert (Path(table_dir(warehouse)) / "snapshot" / "LATEST").read_text().strip() == "6"
     else:
         assert meta_ids(table_dir(warehouse), None, "snapshot", "snapshot-")[-1] == "3"

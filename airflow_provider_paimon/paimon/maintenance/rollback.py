@@ -15,7 +15,9 @@ back from the tag (a tag file is the snapshot's document).
 ``OVERWRITE`` snapshot ``latest + 1`` reads exactly as the target (its base manifest
 list is the target's full file list, its delta list is empty), so time travel,
 streaming readers and consumer positions keep working. The new snapshot is created
-only if absent: a concurrent commit makes it fail cleanly.
+only if absent: a concurrent commit makes it fail cleanly. When the newest snapshot
+already is such a rollback to the same target (a run killed after its commit, then
+retried), nothing is committed again: the result says ``already_rolled_back``.
 
 Consumer positions are left as they are (as Paimon does); after a destructive
 rollback a consumer past the target resumes at its saved id.
@@ -147,6 +149,11 @@ def _as_latest(table: Any, layout: TableLayout, br: str | None, target: dict[str
     ids = snapshot_ids(layout, br)
     if ids and ids[-1] >= n:
         n = ids[-1] + 1
+    if ids and _rolls_back_to(read_snapshot(layout, br, ids[-1]), target):
+        # The newest snapshot already is a rollback to this target (a run killed after
+        # its commit, then retried): finish its switch instead of committing it again.
+        fileops.write_atomic(layout.file_io, layout.hint_path(br, "LATEST"), str(ids[-1]))
+        return {"snapshot_id": ids[-1], "already_rolled_back": True, **_nothing_deleted(), "bytes_written": 0}
     latest_doc = read_snapshot(layout, br, latest) if latest is not None else None
     op_id = uuid.uuid4().hex
     base_name, delta_name = f"manifest-list-{op_id}-0", f"manifest-list-{op_id}-1"
@@ -190,6 +197,18 @@ def _as_latest(table: Any, layout: TableLayout, br: str | None, target: dict[str
         )
     faults.check("rollback.switch")
     fileops.write_atomic(layout.file_io, layout.hint_path(br, "LATEST"), str(n))
-    return {"snapshot_id": n, "removed_snapshot_ids": [], "removed_tags": [], "deleted_files": [],
-            "deleted_file_count": 0, "deleted_bytes": 0, "deleted_by_kind": {}, "kept_because": {},
+    return {"snapshot_id": n, "already_rolled_back": False, **_nothing_deleted(),
             "bytes_written": int(file_size(layout.file_io, layout.snapshot_path(br, n)))}
+
+
+def _nothing_deleted() -> dict[str, Any]:
+    return {"removed_snapshot_ids": [], "removed_tags": [], "deleted_files": [], "deleted_file_count": 0,
+            "deleted_bytes": 0, "deleted_by_kind": {}, "kept_because": {}}
+
+
+def _rolls_back_to(doc: dict[str, Any] | None, target: dict[str, Any]) -> bool:
+    """Whether snapshot ``doc`` is an ``as_latest`` rollback that reads as ``target``."""
+    props = (doc or {}).get("properties") or {}
+    return doc is not None and doc.get("commitKind") == "OVERWRITE" and props.get("rollback.snapshot-id") == str(
+        target["id"]
+    )
