@@ -39,8 +39,9 @@ BARRIER_SEQUENCE = "barrier_sequence"
 SCHEMA_VERSION = "schema_version"
 BARRIER_RUN = "barrier_run"
 
-#: The tables users may read (the Spark ``paimon-lineage`` source offers these).
-READABLE_TABLES = (SOURCE_JOB, SINK_JOB, SOURCE_SNAPSHOT, SINK_SNAPSHOT, OPTIONS)
+#: The tables users may read (the Spark ``paimon-lineage`` source offers these):
+#: the proposal's five and ``barrier_run``, the Airflow try and Spark app of each barrier.
+READABLE_TABLES = (SOURCE_JOB, SINK_JOB, SOURCE_SNAPSHOT, SINK_SNAPSHOT, OPTIONS, BARRIER_RUN)
 JOB_TABLES = (SOURCE_JOB, SINK_JOB)
 SNAPSHOT_TABLES = (SOURCE_SNAPSHOT, SINK_SNAPSHOT)
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from airflow_provider_paimon.lineage import DataLineage, LineageStore, SnapshotRef
+from airflow_provider_paimon.lineage import BarrierRun, DataLineage, LineageStore, SnapshotRef
 from airflow_provider_paimon.spark.lineage.source import PaimonLineageDataSource
 
 pytestmark = pytest.mark.spark
@@ -22,6 +22,11 @@ def lineage_url(tmp_path, spark):
         store.store_sink_data_lineage(DataLineage("agg", "dws", "daily", 1, 21,
                                                   create_time=datetime(2023, 6, 5, 13, 29, 1, tzinfo=timezone.utc)))
         store.set_options({"warehouse": "/w"})
+        store.store_barrier_runs([
+            BarrierRun("clean", 2, dag_id="fix_orders", run_id="manual__1", task_id="load", try_number=2,
+                       map_index=-1, spark_app_id="local-17"),
+            BarrierRun("agg", 1, spark_app_id="local-18"),  # outside Airflow: only the app
+        ])
     return url
 
 
@@ -42,6 +47,26 @@ def test_reads_each_table_and_runs_the_seed_query_in_spark_sql(spark, lineage_ur
     assert sinks[0].t == "2023-06-05 13:29:01"  # stored UTC, read as UTC (session time zone)
     opts = reader.option("table", "options").load().collect()
     assert [(r.key, r.value) for r in opts] == [("warehouse", "/w")]
+
+
+def test_barrier_run_joins_a_snapshot_to_the_run_that_wrote_it(spark, lineage_url):
+    reader = spark.read.format("paimon-lineage").option("url", lineage_url)
+    for name in ("sink_snapshot_lineage", "barrier_run"):
+        reader.option("table", name).load().createOrReplaceTempView(name)
+    assert [(f.name, f.dataType.simpleString()) for f in spark.table("barrier_run").schema.fields] == [
+        ("job", "string"), ("barrier_id", "bigint"), ("dag_id", "string"), ("run_id", "string"),
+        ("task_id", "string"), ("try_number", "int"), ("map_index", "int"), ("spark_app_id", "string"),
+        ("create_time", "timestamp")]
+    rows = spark.sql(
+        "SELECT T.snapshot_id, R.dag_id, R.run_id, R.task_id, R.try_number, R.map_index, R.spark_app_id "
+        "FROM sink_snapshot_lineage T LEFT JOIN barrier_run R ON T.job=R.job AND T.barrier_id=R.barrier_id "
+        "ORDER BY T.snapshot_id"
+    ).collect()
+    assert [tuple(r) for r in rows] == [
+        (11, None, None, None, None, None, None),
+        (12, "fix_orders", "manual__1", "load", 2, -1, "local-17"),
+        (21, None, None, None, None, None, "local-18"),
+    ]
 
 
 def test_writes_are_refused_and_change_nothing(spark, lineage_url):

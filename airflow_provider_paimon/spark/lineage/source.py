@@ -3,7 +3,7 @@
 The Paimon lineage proposal wants its system tables queryable "just like a regular table" but never
 written by users; here ``spark.read.format("paimon-lineage")`` reads one table of the
 store (``source_job_lineage``, ``sink_job_lineage``, ``source_snapshot_lineage``,
-``sink_snapshot_lineage`` or ``options``) and every write is refused with a message
+``sink_snapshot_lineage``, ``options`` or ``barrier_run``) and every write is refused with a message
 that names the supported ways to change lineage.
 
 Options: ``url`` (SQLAlchemy URL of the store; default ``$PAIMON_LINEAGE_URL``),
@@ -18,7 +18,14 @@ from datetime import timezone
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from ...lineage.errors import InvalidLineageArgumentError, ReadOnlyLineageError
 from ...lineage.schema import READABLE_TABLES, TABLES
@@ -28,7 +35,10 @@ SHORT_NAME = "paimon-lineage"
 
 _TYPES = {"job": StringType(), "database": StringType(), "table": StringType(), "branch": StringType(),
           "barrier_id": LongType(), "snapshot_id": LongType(), "create_time": TimestampType(),
-          "key": StringType(), "value": StringType()}
+          "key": StringType(), "value": StringType(),
+          # barrier_run: the Airflow task try and Spark application behind each barrier
+          "dag_id": StringType(), "run_id": StringType(), "task_id": StringType(),
+          "try_number": IntegerType(), "map_index": IntegerType(), "spark_app_id": StringType()}
 
 READ_ONLY_MESSAGE = (
     "the paimon-lineage data source is read-only: lineage is recorded by the jobs that "
