@@ -92,6 +92,27 @@ def test_batch_writer_keeps_what_paimon_keeps(spark, warehouse):
     assert [r[0] for r in read_rows(load_table(catalog, "db.a"))] == [9, 10]
 
 
+def test_native_write_table_keeps_what_paimon_keeps(spark, warehouse):
+    """``write_table`` (Spark's own Parquet writer) expires after its commit as the data
+    source does: the same snapshots and files as Paimon's rule on a write-only twin."""
+    from airflow_provider_paimon.spark import write_table
+
+    catalog, _ = make_table(warehouse, "db.a", options=RETAIN)
+    make_table(warehouse, "db.b", options=RETAIN)
+    ta, tb = table_dir(warehouse, "db.a"), table_dir(warehouse, "db.b")
+    plan = [([1, 2], "append"), ([3], "append"), ([4], "append"), ([5, 6], "overwrite"), ([7], "append")]
+    for n, (ids, mode) in enumerate(plan, start=1):
+        df = spark.createDataFrame([(i, f"v{i}") for i in ids], "id long, v string")
+        write_table(df, "db.a", warehouse=warehouse, mode=mode)
+        write_table(df, "db.b", warehouse=warehouse, mode=mode, options={"write-only": "true"})
+        assert _snap_ids(tb) == list(range(_snap_ids(tb)[0], n + 1))  # write-only: nothing expired
+        _apply_java(tb)
+        assert _snap_ids(ta) == _snap_ids(tb) == list(range(max(1, n - 2), n + 1))
+        assert len(_files(ta, "bucket-")) == len(_files(tb, "bucket-"))
+        assert len(_files(ta, "manifest")) == len(_files(tb, "manifest"))
+    assert [r[0] for r in read_rows(load_table(catalog, "db.a"))] == [5, 6, 7]
+
+
 def test_tags_branches_and_consumers_keep_what_they_need(spark, warehouse):
     catalog, _t = make_table(warehouse, options=RETAIN_TIME)
     tdir = table_dir(warehouse)
