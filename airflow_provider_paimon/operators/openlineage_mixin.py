@@ -43,6 +43,8 @@ from airflow_provider_paimon.paimon.names import is_main
 if TYPE_CHECKING:
     from openlineage.client.event_v2 import InputDataset, OutputDataset
 
+    from airflow_provider_paimon.hooks.paimon import PaimonHook
+
 log = logging.getLogger(__name__)
 
 __all__ = ["PaimonOpenLineageMixin", "table_changed"]
@@ -71,10 +73,19 @@ class PaimonOpenLineageMixin:
     # state kept between on_start, execute and on_complete (same operator object)
     _ol_start_snapshots: dict[TableRef, int | None]
 
+    if TYPE_CHECKING:  # what the host operator provides (PaimonSparkJobOperator does)
+
+        @property
+        def paimon_hook(self) -> PaimonHook: ...
+
+        def input_tables(self) -> list[TableRef]: ...
+
+        def output_tables(self) -> list[TableRef]: ...
+
     # -- tables --
 
     def _ol_tables(self, kind: str) -> list[TableRef]:
-        method = self.input_tables if kind == "input" else self.output_tables  # type: ignore[attr-defined]  # a mixin: the operator has it
+        method = self.input_tables if kind == "input" else self.output_tables
         seen: list[TableRef] = []
         for table, branch in method():
             ref = (str(table), _norm_branch(branch))
@@ -83,16 +94,16 @@ class PaimonOpenLineageMixin:
         return seen
 
     def _ol_warehouse(self) -> str:
-        return self.paimon_hook.warehouse  # type: ignore[attr-defined]  # a mixin: the operator has it
+        return self.paimon_hook.warehouse
 
     def _ol_catalog_options(self) -> dict[str, str]:
         """The catalog options that name the namespace (a REST catalog's ``metastore``, ``uri``)."""
-        options = self.paimon_hook.catalog_config.options  # type: ignore[attr-defined]  # a mixin: the operator has it
+        options = self.paimon_hook.catalog_config.options
         return {k: str(options[k]) for k in ("metastore", "uri") if options.get(k) is not None}
 
     def _ol_latest(self, table: str, branch: str | None) -> int | None:
         try:
-            return self.paimon_hook.get_latest_snapshot_id(table, branch)  # type: ignore[attr-defined]  # a mixin: the operator has it
+            return self.paimon_hook.get_latest_snapshot_id(table, branch)
         except Exception as err:  # noqa: BLE001 - lineage never fails a task
             log.debug("no latest snapshot for %s (branch %s): %s", table, branch, err)
             return None
@@ -101,7 +112,7 @@ class PaimonOpenLineageMixin:
         from airflow_provider_paimon.lineage.openlineage import schema_fields_from_paimon
 
         try:
-            fields = self.paimon_hook.get_table(table, branch).table_schema.fields  # type: ignore[attr-defined]  # a mixin: the operator has it
+            fields = self.paimon_hook.get_table(table, branch).table_schema.fields
         except Exception as err:  # noqa: BLE001
             log.debug("no schema for %s (branch %s): %s", table, branch, err)
             return None
