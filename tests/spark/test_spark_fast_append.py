@@ -286,6 +286,48 @@ def test_interleaved_partitions_keep_open_files_and_buffers_bounded(probe, monke
     assert all(r["id"] % 40 == r["p"] for r in got.select(["id", "p"]).to_pylist())
 
 
+def test_object_storage_keeps_fewer_files_open(s3_warehouse, monkeypatch):
+    """On S3 each open output stream holds up to an upload part in memory, so a task
+    keeps at most MAX_OPEN_FILES_REMOTE files open there (the rest: pypaimon's writer)."""
+    from pypaimon import Schema
+
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    monkeypatch.setattr(fast_append, "MAX_OPEN_FILES_REMOTE", 3)
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int32())])
+    catalog = open_catalog(s3_warehouse.uri, s3_warehouse.options)
+    catalog.create_database("db", True)
+    catalog.create_table("db.many", Schema.from_pyarrow_schema(schema, partition_keys=["p"]), False)
+    table = load_table(catalog, "db.many")
+    n = 2_000
+    data = pa.table({"id": list(range(n)), "p": [i % 10 for i in range(n)]}, schema=schema)
+    writer = fast_append.FastAppendWriter(table, schema)
+    assert writer.max_open_files == 3
+    most_open = 0
+    try:
+        for batch in data.to_batches(max_chunksize=500):
+            writer.write(batch)
+            most_open = max(most_open, len(writer._open))
+        messages = writer.prepare_commit()
+    finally:
+        writer.close()
+    _commit(table, messages)
+    assert most_open == 3
+    assert sorted(m.partition for m in messages) == [(p,) for p in range(10)]
+    builder = load_table(catalog, "db.many").new_read_builder()
+    got = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    assert sorted(got.column("id").to_pylist()) == list(range(n))
+
+
+def test_local_tables_keep_the_larger_cap(probe):
+    probe.create("db.cap", SCHEMA)
+    writer = fast_append.FastAppendWriter(probe.table("db.cap"), SCHEMA)
+    try:
+        assert writer.max_open_files == fast_append.MAX_OPEN_FILES > fast_append.MAX_OPEN_FILES_REMOTE
+    finally:
+        writer.close()
+
+
 def test_partitioned_abort_deletes_every_partitions_files(probe, monkeypatch):
     monkeypatch.setattr(fast_append, "MAX_OPEN_FILES", 2)  # some files finished, some open
     probe.create("db.pabort", PART_SCHEMA, partition_keys=["region", "dt"])

@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DoubleType, FloatType, StructType
 
+from ...paimon.fileops import local_path
 from ..datasource.reader import DEFAULT_PARTITION_TARGET_SIZE, PaimonReader, SplitGroup, pack_splits
 from .plan import NativeGroup, ReadPlan, plan_for, read_options
 
@@ -134,8 +135,7 @@ def _listing_on_driver(spark: Any, paths: list[str]) -> Iterator[None]:
     threshold is raised only while Spark lists these paths, then restored. Paths on
     object storage keep Spark's parallel listing (one request per file there).
     """
-    local = all(p.startswith("file:") or ":" not in p.split("/", 1)[0] for p in paths)
-    if not local:
+    if not all(local_path(p) is not None for p in paths):
         yield
         return
     with _listing_lock:
