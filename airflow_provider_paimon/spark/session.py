@@ -1,4 +1,5 @@
-"""Build a local SparkSession with the ``paimon`` data source registered.
+"""Build a local SparkSession with the ``paimon`` data source registered, and set
+SQL confs of a session for the length of one operation.
 
 Used by the demo, the tests, the benchmarks and the job entry points (which run
 under spark-submit and so get the session spark-submit configured).
@@ -8,7 +9,26 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
+
+
+@contextmanager
+def session_conf(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set SQL confs for the duration of one operation, then restore the session's values
+    (a conf that was unset is unset again)."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def local_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> Any:

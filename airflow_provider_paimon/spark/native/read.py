@@ -32,6 +32,7 @@ from pyspark.sql.types import DataType, DoubleType, FloatType, StructType
 
 from ...paimon.fileops import local_path
 from ..datasource.reader import DEFAULT_PARTITION_TARGET_SIZE, PaimonReader, SplitGroup, pack_splits
+from ..session import session_conf
 from .plan import NativeGroup, ReadPlan, plan_for, read_options
 
 log = logging.getLogger(__name__)
@@ -138,19 +139,13 @@ def _listing_on_driver(spark: Any, paths: list[str]) -> Iterator[None]:
     if not all(local_path(p) is not None for p in paths):
         yield
         return
-    with _listing_lock:
+    with _listing_lock:  # concurrent reads must not restore each other's value
         before = spark.conf.get(_LISTING_THRESHOLD_CONF, None)
         if before is not None and int(before) >= len(paths):
             yield
             return
-        spark.conf.set(_LISTING_THRESHOLD_CONF, str(len(paths)))
-        try:
+        with session_conf(spark, {_LISTING_THRESHOLD_CONF: str(len(paths))}):
             yield
-        finally:
-            if before is None:
-                spark.conf.unset(_LISTING_THRESHOLD_CONF)
-            else:
-                spark.conf.set(_LISTING_THRESHOLD_CONF, before)
 
 
 def _opaque(column: Column, data_type: DataType) -> Column:

@@ -63,6 +63,7 @@ from ..datasource.types import table_arrow_schema
 from ..datasource.writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
 from ..lineage import guard as lineage_guard
 from ..options import PaimonOptions, parse_options
+from ..session import session_conf
 from .footers import Footer, footer_file_meta, read_footer
 
 log = logging.getLogger(__name__)
@@ -322,22 +323,6 @@ def parquet_session_conf(schema: pa.Schema) -> dict[str, str]:
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MILLIS" if units == {"ms"} else "TIMESTAMP_MICROS",
         "spark.sql.parquet.writeLegacyFormat": "false",
     }
-
-
-@contextmanager
-def session_conf(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
-    """Set SQL confs for the duration of one write, then restore the session's values."""
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def spark_path(path: str) -> str:
