@@ -13,9 +13,9 @@ PW = "Sens0r-Pw-1a2b"
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        (f"mysql+pymysql:/root:{PW}@h", "'mysql+pymysql:/root:***@h' is not a SQLAlchemy URL"),
-        (f"mysql+pymysql//root:{PW}@h", "'mysql+pymysql//root:***@h' is not a SQLAlchemy URL"),
-        (f"root:{PW}@h", "'root:***@h' is not a SQLAlchemy URL"),
+        (f"mysql+pymysql:/root:{PW}@h", "'mysql+pymysql:/***@h' is not a SQLAlchemy URL"),
+        (f"mysql+pymysql//root:{PW}@h", "'mysql+pymysql//***@h' is not a SQLAlchemy URL"),
+        (f"root:{PW}@h", "'***@h' is not a SQLAlchemy URL"),
         (f"mysql+pymysql://root:{PW}@h:abc/x", "port that is not a number"),
     ],
 )
