@@ -101,6 +101,9 @@ class WritePlan:
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     # write.merge-schema: casts and null columns the tasks apply (``schema_merge.MergePlan``)
     merge: Any = None
+    # overwrite exactly these partitions (typed values), emptying those the rows miss
+    # (``paimon.overwrite.overwrite_partitions``); None: the overwrite modes above
+    replace_partitions: tuple[dict[str, Any], ...] | None = None
 
 
 class PaimonWriter(DataSourceArrowWriter):
@@ -179,7 +182,13 @@ class PaimonWriter(DataSourceArrowWriter):
             task_messages = merge_commit_messages(table, task_messages, self.plan.opts.raw)
         table_commit = self._write_builder(table).new_commit()
         try:
-            table_commit.commit(task_messages, snapshot_properties=self.plan.snapshot_properties or None)
+            if self.plan.replace_partitions is not None:
+                from airflow_provider_paimon.paimon.overwrite import overwrite_partitions
+
+                overwrite_partitions(table_commit, task_messages, self.plan.replace_partitions,
+                                     self.plan.snapshot_properties)
+            else:
+                table_commit.commit(task_messages, snapshot_properties=self.plan.snapshot_properties or None)
         except BaseException:
             if self._committed_snapshot(table) is None:
                 _delete_files(table_commit, task_messages)

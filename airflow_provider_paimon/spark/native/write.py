@@ -45,7 +45,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -109,6 +109,8 @@ def write_table(
     mode: str = "append",
     branch: str | None = None,
     options: Mapping[str, Any] | None = None,
+    replace_partitions: Sequence[Mapping[str, Any]] | None = None,
+    snapshot_properties: Mapping[str, str] | None = None,
 ) -> WriteResult:
     """Write ``df`` into Paimon table ``table`` (``db.t``) as one snapshot, Spark writing the files.
 
@@ -117,6 +119,11 @@ def write_table(
     partitions ``df`` has rows for). ``options`` are the ``paimon`` data source's
     (``create-table``, ``partition-keys``, ``precommit-compact``, Paimon table and
     catalog options, ...).
+
+    ``replace_partitions`` (with ``mode="overwrite"``): replace exactly these
+    partitions (``{"dt": "2026-11-01"}``, values as text or typed), emptying those
+    ``df`` has no rows for, in one OVERWRITE snapshot; every row must lie in one of them.
+    ``snapshot_properties`` are added to the snapshot's properties.
     """
     overwrite = _overwrite(mode)
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
@@ -126,8 +133,10 @@ def write_table(
 
     spark = df.sparkSession
     # the Airflow run (AIRFLOW_CTX_* of this driver) and the Spark app on the snapshot
-    plan = plan_write(opts, df.schema, overwrite,
-                      snapshot_properties=commit_properties(spark_app_id=spark_app_id(spark)))
+    properties = {**commit_properties(spark_app_id=spark_app_id(spark)), **dict(snapshot_properties or {})}
+    plan = plan_write(opts, df.schema, overwrite, snapshot_properties=properties)
+    if replace_partitions is not None:
+        plan = _with_replaced_partitions(plan, replace_partitions)
     writer = PaimonWriter(plan)
     paimon_table = writer._table()
     task = write_files(spark, df, paimon_table, plan)
@@ -144,6 +153,34 @@ def write_table(
         row_count=task.row_count,
         file_count=sum(len(m.new_files) for m in task.messages),
     )
+
+
+def _with_replaced_partitions(plan: WritePlan, partitions: Sequence[Mapping[str, Any]]) -> WritePlan:
+    """``plan`` overwriting exactly ``partitions``, each parsed by its columns' types."""
+    from dataclasses import replace
+
+    from airflow_provider_paimon.paimon.partitions import (
+        format_partition_value,
+        parse_partition_spec,
+    )
+
+    if not plan.overwrite:
+        raise InvalidArgumentError("replace_partitions needs mode='overwrite'")
+    if plan.static_partition or plan.dynamic_overwrite:
+        raise InvalidArgumentError(
+            "replace_partitions names the partitions itself: drop 'overwrite-partition' / 'overwrite-mode'"
+        )
+    table = PaimonWriter(plan)._table()
+    if not table.partition_keys:
+        raise InvalidArgumentError(f"{plan.opts.table} is not partitioned: overwrite it whole, without replace_partitions")
+    typed = tuple(
+        parse_partition_spec(
+            table, {k: v if isinstance(v, str) else format_partition_value(v) for k, v in spec.items()},
+            what="replace_partitions",
+        )
+        for spec in partitions
+    )
+    return replace(plan, replace_partitions=typed)
 
 
 def _overwrite(mode: str) -> bool:
