@@ -299,6 +299,7 @@ class ExpectationResult:
             "kind": self.rule.kind,
             "on_violation": self.rule.on_violation,
             "content": self.rule.content(),
+            "columns": list(self.rule.columns),
             "passed": self.passed,
             "rows_checked": self.rows_checked,
             "violations": self.violations,
