@@ -234,3 +234,31 @@ def test_unknown_columns_and_bad_sql_are_refused_before_anything_is_written(spar
     with pytest.raises(InvalidArgumentError, match="not to main"):
         apply_expectations(spark, "shop.orders", "main", [expect_row("r", "amount > 0")], warehouse=warehouse)
     assert probe.state() == state
+
+
+def test_audit_job_applies_expectations_before_its_diff_and_reports_them(spark, probe, warehouse, capsys):
+    """The Spark job the audit operator submits: drop rules clean the branch first, so the
+    diff and the checks see only passing rows; a violated fail rule makes the result fail."""
+    import json
+
+    from airflow_provider_paimon.spark.jobs import audit as job
+
+    rows = [{"order_id": i, "customer": "a" if i % 2 else None, "amount": (-1 if i % 4 == 0 else i),
+             "status": "new", "dt": "2026-11-01"} for i in range(1, 9)]
+    _setup(probe, rows)
+    rules = [{"name": "positive", "kind": "row", "condition": "amount >= 0", "on_violation": "drop"},
+             {"name": "cust", "kind": "not_null", "column": "customer"}]
+    args = job.build_parser().parse_args([
+        "--warehouse", warehouse, "--table", "shop.orders", "--branch", "fix", "--expectations", json.dumps(rules),
+        "--check", "neg=SELECT * FROM {branch_rows} WHERE amount < 0",
+    ])
+    result = job.run(args, spark=spark)
+    assert result["expectations"]["dropped"] == 2
+    assert result["checks"]["failed"] == []  # the negative rows were moved before the check ran
+    assert result["passed"] is False and "FAILED cust" in result["summary"]
+    assert json.loads(json.dumps(result)) == result  # XCom-ready
+    state = probe.state()
+    assert job.main(["--warehouse", warehouse, "--table", "shop.orders", "--branch", "fix",
+                     "--expectations", '[{"name": "x", "kind": "row"}]']) == 2
+    assert "needs a SQL condition" in capsys.readouterr().err
+    assert probe.state() == state

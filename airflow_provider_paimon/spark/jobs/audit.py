@@ -1,21 +1,27 @@
 """Job entry point: audit a branch before publishing it (write-audit-publish).
 
 ``launcher.py audit --warehouse W --table db.t --branch B [--base main]
-[--check NAME=SQL]... [--limit-partitions N] [--dict-partitions N] [--sample-rows N]``
+[--check NAME=SQL]... [--expectations JSON] [--limit-partitions N] [--dict-partitions N]
+[--sample-rows N]``
 
-Reads the branch and its base with ``read_table`` and prints ``PAIMON_RESULT {json}``
-with ``passed``, ``summary``, ``diff`` (``BranchDiff.to_dict``) and ``checks``
-(``CheckReport.to_dict`` or null). A failed check is a *result* (exit 0,
-``passed: false``), so the operator can put the report in XCom before failing the
-task; bad input (unknown table or branch, a check that is not a query) exits 2 with
-``PAIMON_ERROR``. Nothing is written: checks run as subqueries, which cannot hold a
-command. Only SQL checks travel on a command line; Python callables are for
-``run_checks`` in the caller's own session.
+With ``--expectations`` (a JSON list of rules, ``spark/branch/expectations.py``) the
+job first applies them to the branch (``apply_expectations``: ``drop`` rules move
+violating rows to the quarantine branch), then reads the branch and its base with
+``read_table`` and prints ``PAIMON_RESULT {json}`` with ``passed``, ``summary``,
+``diff`` (``BranchDiff.to_dict``), ``checks`` (``CheckReport.to_dict`` or null) and
+``expectations`` (``ExpectationReport.to_dict`` or null). A failed check or ``fail``
+rule is a *result* (exit 0, ``passed: false``), so the operator can put the report in
+XCom before failing the task; bad input (unknown table or branch, a check that is not
+a query, a bad rule) exits 2 with ``PAIMON_ERROR``. Only ``drop`` rules write (to the
+branch being audited and its quarantine branch); checks run as subqueries, which
+cannot hold a command. Only SQL checks travel on a command line; Python callables are
+for ``run_checks`` in the caller's own session.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from typing import Any
 
@@ -31,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--check", action="append", default=[], metavar="NAME=SQL",
         help="violation query that must return no rows, over {branch_rows} and {base_rows} (repeatable)",
+    )
+    parser.add_argument(
+        "--expectations", default=None, metavar="JSON",
+        help="expectation rules to apply first, a JSON list (spark/branch/expectations.py)",
     )
     parser.add_argument("--limit-partitions", type=int, default=1000,
                         help="changed partitions kept in the diff (most changed first)")
@@ -53,9 +63,27 @@ def parse_checks(pairs: list[str]) -> dict[str, str]:
     return checks
 
 
+def parse_expectation_arg(text: str | None) -> tuple[Any, ...]:
+    """The rules of ``--expectations`` (a JSON list), checked; () when not given."""
+    from ...paimon.errors import InvalidArgumentError
+    from ..branch.expectations import parse_expectations
+
+    if text is None:
+        return ()
+    try:
+        raw = json.loads(text)
+    except ValueError as err:
+        raise ArgumentError(f"--expectations is not JSON: {err}") from None
+    try:
+        return parse_expectations(raw)
+    except InvalidArgumentError as err:
+        raise ArgumentError(f"--expectations: {err}") from None
+
+
 def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     """Audit as ``args`` say and return the result dict."""
     from ..branch.diff import audit_branch, sql_query
+    from ..branch.quarantine import apply_expectations
 
     for flag in ("limit_partitions", "dict_partitions", "sample_rows"):
         if getattr(args, flag) < 0:
@@ -63,13 +91,26 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     checks = parse_checks(args.check)
     for name, sql in checks.items():
         sql_query(sql, name)  # refused before Spark starts
+    rules = parse_expectation_arg(getattr(args, "expectations", None))
     options = {**catalog_options(args), "warehouse": args.warehouse}
+    session = spark or job_spark_session("paimon-audit")
+    expectations = None
+    if rules:
+        expectations = apply_expectations(session, args.table, args.branch, rules, base=args.base,
+                                          options=options, sample_rows=args.sample_rows)
     audit = audit_branch(
-        spark or job_spark_session("paimon-audit"), args.table, args.branch, checks or None, base=args.base,
+        session, args.table, args.branch, checks or None, base=args.base,
         options=options, limit_partitions=args.limit_partitions, sample_rows=args.sample_rows,
     )
     log.info("%s", audit.summary())
-    return {"table": args.table, "branch": args.branch, "base": args.base, **audit.to_dict(args.dict_partitions)}
+    result = {"table": args.table, "branch": args.branch, "base": args.base, **audit.to_dict(args.dict_partitions)}
+    if expectations is not None:
+        result["expectations"] = expectations.to_dict()
+        result["passed"] = bool(result["passed"]) and expectations.passed
+        result["summary"] = f"{result['summary']}; {expectations.summary()}"
+    else:
+        result["expectations"] = None
+    return result
 
 
 def main(argv: list[str]) -> int:
