@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.approval import ApprovalGateMixin
 from airflow_provider_paimon.operators.base import (
     IF_EXISTS,
     PaimonSparkJobOperator,
@@ -220,8 +221,13 @@ class MergeBranchOperator(_LinksLineage):
         return [(self.table, None)]
 
 
-class ReplaceMainBranchOperator(_LinksLineage):
+class ReplaceMainBranchOperator(ApprovalGateMixin, _LinksLineage):
     """Replace main with ``branch``: afterwards main reads exactly as the branch did.
+
+    ``approve=True`` asks a person first, showing the upstream audit's evidence
+    (``operators/approval.py``: ``approval_timeout``, ``sensitive_columns``,
+    ``evidence_task_ids``, ``approvers``); a rejection or no answer fails the task and
+    main stays as it is.
 
     By default the previous main is kept as a branch (``backup_kind='tag'`` for a tag)
     named ``backup_name`` (the job picks a name when not given), so the replacement can

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.approval import ApprovalGateMixin
 from airflow_provider_paimon.operators.base import (
     PaimonSparkJobOperator,
     operator_lineage_store,
@@ -196,8 +197,12 @@ class _PublishOperator(PaimonSparkJobOperator):
         return super()._ol_output_version(ref, changed if entry else result)
 
 
-class PublishBranchesOperator(MaskRenderedSecrets, _PublishOperator):
+class PublishBranchesOperator(ApprovalGateMixin, MaskRenderedSecrets, _PublishOperator):
     """Replace main of every table by its branch, as one crash-safe change.
+
+    ``approve=True`` asks a person first, showing the upstream audits' evidence per
+    table (``operators/approval.py``); a rejection or no answer fails the task and no
+    main changes.
 
     :param tables: ``[("db.t", "branch"), ...]`` or ``{"db.t": "branch", ...}`` (templated),
         in the order the tables switch (upstream first). A template may render a JSON
@@ -237,6 +242,9 @@ class PublishBranchesOperator(MaskRenderedSecrets, _PublishOperator):
 
     def parsed_tables(self) -> list[tuple[str, str]]:
         return publish_pairs(self.tables)
+
+    def approval_tables(self) -> list[str]:
+        return [name for name, _branch in self.parsed_tables()]
 
     def lineage_store(self) -> tuple[str | None, str | None]:
         """(URL with its password, database) of the store to link in; (None, None): none."""

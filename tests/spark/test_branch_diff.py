@@ -252,6 +252,12 @@ def test_audit_job_reports_a_failed_check_with_exit_zero(spark, wh, capsys):
     ])
     result = job.run(args, spark=spark)
     assert result["passed"] is False and result["checks"]["failed"] == ["positive"]
+    # samples for a reviewer: rows the branch adds / removes, per the pure-Python diff
+    added = Counter(_read(wh, "aud.p", "fix")) - Counter(_read(wh, "aud.p"))
+    removed = Counter(_read(wh, "aud.p")) - Counter(_read(wh, "aud.p", "fix"))
+    for rows, expected in ((result["diff"]["sample_added"], added), (result["diff"]["sample_removed"], removed)):
+        assert 0 < len(rows) <= 5
+        assert all(tuple(r[c] for c in SCHEMA.names) in expected for r in rows)
     assert len(result["diff"]["partitions"]) == 1 and result["diff"]["truncated"]
     assert result["summary"].startswith("aud.p main..fix: +")
     assert job.main(["--warehouse", wh, "--table", "aud.p", "--branch", "fix", "--check", "bad=DROP TABLE x"]) == 2

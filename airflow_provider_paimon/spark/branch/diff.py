@@ -108,6 +108,9 @@ class BranchDiff:
     total_partitions: int
     partitions: tuple[PartitionDiff, ...] = field(default_factory=tuple)
     truncated: bool = False
+    # a few of the rows publishing would add and remove (what a reviewer looks at)
+    sample_added: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    sample_removed: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     @property
     def identical(self) -> bool:
@@ -156,6 +159,8 @@ class BranchDiff:
             "partitions": [p.to_dict() for p in shown],
             "truncated": self.truncated or len(shown) < len(self.partitions),
             "summary": self.summary(),
+            "sample_added": [{k: _json_value(v) for k, v in row.items()} for row in self.sample_added],
+            "sample_removed": [{k: _json_value(v) for k, v in row.items()} for row in self.sample_removed],
         }
 
 
@@ -331,17 +336,56 @@ def branch_diff(
     return _diff(sides, table, _branch_name(branch), _branch_name(base), limit_partitions)
 
 
-def _diff(sides: _Sides, table: str, branch: str, base: str, limit: int) -> BranchDiff:
-    """Two Spark actions over one cached per-partition table: the totals, the top partitions."""
+# markers of a changed row's side, beside the table's own columns
+_ADDED, _REMOVED = "__paimon_diff_added__", "__paimon_diff_removed__"
+
+
+def _diff(sides: _Sides, table: str, branch: str, base: str, limit: int, sample_rows: int = 0) -> BranchDiff:
+    """Spark actions over the changed rows (computed once): the totals, the top
+    partitions and, with ``sample_rows``, a few added and removed rows."""
     from pyspark.sql import functions as F
 
     df_branch, df_base, compared, only_branch, only_base, cast = _aligned(sides)
     keys = list(sides.partition_keys)
     key_cols = [F.col(_quoted(k)) for k in keys]
-    changes = (
-        df_branch.exceptAll(df_base).select(*key_cols, F.lit(1).alias("_a"), F.lit(0).alias("_r"))
-        .unionByName(df_base.exceptAll(df_branch).select(*key_cols, F.lit(0).alias("_a"), F.lit(1).alias("_r")))
+    changed_rows = (
+        df_branch.exceptAll(df_base).select("*", F.lit(1).alias(_ADDED), F.lit(0).alias(_REMOVED))
+        .unionByName(df_base.exceptAll(df_branch).select("*", F.lit(0).alias(_ADDED), F.lit(1).alias(_REMOVED)))
     )
+    if sample_rows:
+        changed_rows = changed_rows.persist()
+    try:
+        counts = changed_rows.select(*key_cols, F.col(_ADDED).alias("_a"), F.col(_REMOVED).alias("_r"))
+        diff = _counted(counts, df_branch, df_base, keys, limit)
+        sample_added: tuple[dict[str, Any], ...] = ()
+        sample_removed: tuple[dict[str, Any], ...] = ()
+        if sample_rows and (diff[0] or diff[1]):
+            columns = [F.col(_quoted(c)) for c in compared]
+            sample_added = tuple(r.asDict(recursive=True) for r in
+                                 changed_rows.where(F.col(_ADDED) == 1).select(*columns).limit(sample_rows).collect())
+            sample_removed = tuple(r.asDict(recursive=True) for r in
+                                   changed_rows.where(F.col(_REMOVED) == 1).select(*columns).limit(sample_rows).collect())
+    finally:
+        if sample_rows:
+            changed_rows.unpersist()
+    total_added, total_removed, changed, total_partitions, partitions = diff
+    truncated = changed > len(partitions)
+    return BranchDiff(
+        table=table, base=base, branch=branch,
+        base_snapshot=sides.base_snapshot, branch_snapshot=sides.branch_snapshot,
+        partition_keys=tuple(keys), compared_columns=compared, only_in_branch=only_branch,
+        only_in_base=only_base, cast_columns=cast, added=total_added, removed=total_removed,
+        changed_partitions=changed, total_partitions=int(total_partitions),
+        partitions=partitions, truncated=truncated, sample_added=sample_added, sample_removed=sample_removed,
+    )
+
+
+def _counted(changes: Any, df_branch: Any, df_base: Any, keys: list[str],
+             limit: int) -> tuple[int, int, int, int, tuple[PartitionDiff, ...]]:
+    """(added, removed, changed partitions, all partitions, top changed partitions)."""
+    from pyspark.sql import functions as F
+
+    key_cols = [F.col(_quoted(k)) for k in keys]
     if not keys:
         totals = changes.agg(F.coalesce(F.sum("_a"), F.lit(0)).alias("a"),
                              F.coalesce(F.sum("_r"), F.lit(0)).alias("r")).collect()[0]
@@ -374,15 +418,7 @@ def _diff(sides: _Sides, table: str, branch: str, base: str, limit: int) -> Bran
             per_partition.unpersist()
         total_added, total_removed, total_partitions = int(totals.a), int(totals.r), int(totals.n)
         partitions = tuple(PartitionDiff({k: row[k] for k in keys}, int(row["_a"]), int(row["_r"])) for row in rows)
-    truncated = changed > len(partitions)
-    return BranchDiff(
-        table=table, base=base, branch=branch,
-        base_snapshot=sides.base_snapshot, branch_snapshot=sides.branch_snapshot,
-        partition_keys=tuple(keys), compared_columns=compared, only_in_branch=only_branch,
-        only_in_base=only_base, cast_columns=cast, added=total_added, removed=total_removed,
-        changed_partitions=changed, total_partitions=int(total_partitions),
-        partitions=partitions, truncated=truncated,
-    )
+    return total_added, total_removed, changed, int(total_partitions), partitions
 
 
 # -- the checks --
@@ -570,6 +606,6 @@ def audit_branch(
     if not isinstance(limit_partitions, int) or limit_partitions < 0:
         raise InvalidArgumentError(f"limit_partitions must be an integer >= 0, got {limit_partitions!r}")
     sides = _read_sides(spark, table, branch, warehouse=warehouse, base=base, options=options)
-    diff = _diff(sides, table, _branch_name(branch), _branch_name(base), limit_partitions)
+    diff = _diff(sides, table, _branch_name(branch), _branch_name(base), limit_partitions, sample_rows)
     report = None if items is None else _run(spark, sides, items, table, _branch_name(branch), _branch_name(base), sample_rows)
     return BranchAudit(diff, report)
