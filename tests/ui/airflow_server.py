@@ -76,14 +76,19 @@ def api_server(home: Path, extra_env: dict[str, str] | None = None, timeout: flo
 
 @contextmanager
 def api_server_process(home: Path, extra_env: dict[str, str] | None = None, timeout: float = 120.0,
-                       users: Users | None = None, dag_files: dict[str, str] | None = None):
+                       users: Users | None = None, dag_files: dict[str, str] | None = None,
+                       db_url: str | None = None):
     """Yield (base URL, process) of a running api-server; stop it (and its workers) afterwards.
 
     ``dag_files`` (file name -> source) are written to the DAGs folder and serialized
-    into the metadata database first, so the auth manager knows those DAGs.
+    into the metadata database first, so the auth manager knows those DAGs. ``db_url``:
+    serve an existing, migrated metadata database (e.g. the one ``dag.test()`` of this
+    test process writes) instead of a fresh copy in ``home``.
     """
+    extra_env = {**(extra_env or {}), **({"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url} if db_url else {})}
     env = airflow_env(home, extra_env, users)
-    _migrated_db(home, env)
+    if db_url is None:
+        _migrated_db(home, env)
     if dag_files:
         (home / "dags").mkdir(exist_ok=True)
         for name, source in dag_files.items():
