@@ -195,3 +195,39 @@ def test_lineage_capture_page_run_of_snapshot(warehouse, capsys):
     _run(block.replace("/data/wh", warehouse), "lineage_capture.md:2", {})
     printed = capsys.readouterr().out
     assert "dag_id='orders_daily'" in printed and "run_id='scheduled__x'" in printed
+
+
+def test_publish_page(spark, warehouse):
+    """docs/publish.md: the expectations sample on a branch with one bad row of each kind,
+    and the approval sample builds audit >> replace with the gate on."""
+    import datetime
+
+    from airflow.sdk import DAG
+
+    from airflow_provider_paimon.paimon.branch import create_branch
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+    from airflow_provider_paimon.spark.branch.expectations import ExpectationsFailedError
+
+    now = datetime.datetime.now()
+    rows = [(1, "ana", 5.0, "paid", now), (2, None, 7.0, "new", now), (3, "bo", -1.0, "paid", now),
+            (4, "cy", 2.0, "lost", now), (5, "di", 3.0, "void", now)]
+    frame = spark.createDataFrame(rows, "order_id BIGINT, customer STRING, amount DOUBLE, status STRING, "
+                                        "event_time TIMESTAMP")
+    (frame.limit(4).write.format("paimon").option("warehouse", warehouse).option("table", "shop.orders")
+     .option("create-table", "true").mode("append").save())
+    create_branch(load_table(open_catalog(warehouse), "shop.orders"), "fix")
+    frame.write.format("paimon").option("warehouse", warehouse).option("table", "shop.orders") \
+        .option("branch", "fix").mode("append").save()
+    sample, operators = _python_blocks("publish.md")
+    code = sample.replace('"/data/warehouse"', repr(warehouse))
+    ns = _run(code.replace("report.raise_for_failures()", "pass"), "publish.md:1", {"spark": spark})
+    report = ns["report"]
+    assert report.dropped == 2 and report.passed  # row 3 (amount) and row 4 (status) moved out
+    assert [r.rule.name for r in report.warnings] == ["has_customer"]
+    try:
+        report.raise_for_failures()
+    except ExpectationsFailedError:  # pragma: no cover - the sample's data passes
+        raise AssertionError("the sample's report should pass") from None
+    with DAG("publish_doc_sample", schedule=None):
+        ns = _run(operators, "publish.md:2", {})
+    assert ns["replace"].approve and ns["replace"].upstream_task_ids == {"audit"}
