@@ -29,6 +29,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG, Param
 
+from airflow_provider_paimon.deadlines import deadline_from_env
 from airflow_provider_paimon.operators.cascade import cascade_correction
 
 DAG_ID = "paimon_cascade_correction"
@@ -37,6 +38,7 @@ W = "{{ params.warehouse }}"
 
 with DAG(
     DAG_ID,
+    deadline=deadline_from_env(),  # $PAIMON_PUBLISH_DEADLINE, e.g. "6 h" (docs/publish.md)
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -58,6 +58,8 @@ from typing import Any
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.deadlines import deadline_from_env
+
 # The DAGs folder, for correction_tasks: the dag-processor puts it on sys.path, the CLI's
 # --local parsing and plain imports may not.
 _DAGS_DIR = str(Path(__file__).resolve().parent)
@@ -229,6 +231,7 @@ def check_corrected_main(params: dict[str, Any], replaced: dict[str, Any]) -> di
 
 with DAG(
     DAG_ID,
+    deadline=deadline_from_env(),  # $PAIMON_PUBLISH_DEADLINE, e.g. "6 h" (docs/publish.md)
     schedule=None,
     catchup=False,
     doc_md=__doc__,
