@@ -218,7 +218,7 @@ def test_publish_page(spark, warehouse):
     create_branch(load_table(open_catalog(warehouse), "shop.orders"), "fix")
     frame.write.format("paimon").option("warehouse", warehouse).option("table", "shop.orders") \
         .option("branch", "fix").mode("append").save()
-    sample, operators = _python_blocks("publish.md")
+    sample, operators, deadline = _python_blocks("publish.md")
     code = sample.replace('"/data/warehouse"', repr(warehouse))
     ns = _run(code.replace("report.raise_for_failures()", "pass"), "publish.md:1", {"spark": spark})
     report = ns["report"]
@@ -231,3 +231,4 @@ def test_publish_page(spark, warehouse):
     with DAG("publish_doc_sample", schedule=None):
         ns = _run(operators, "publish.md:2", {})
     assert ns["replace"].approve and ns["replace"].upstream_task_ids == {"audit"}
+    assert _run(deadline, "publish.md:3", {})["dag"].deadline
