@@ -40,6 +40,7 @@ Spark job through the environment or a private file, never its command line.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -50,6 +51,7 @@ __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
     "SECRET_KEY_MARKERS",
+    "ScrubFilter",
     "is_secret",
     "is_secret_key",
     "known_secrets",
@@ -61,6 +63,7 @@ __all__ = [
     "register_secret_values",
     "register_url_secrets",
     "scrub",
+    "scrub_loggers",
     "secret_values",
     "secrets_in_text",
     "split_secrets",
@@ -499,3 +502,42 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every registered secret and every one of ``secrets`` (longest
     first) replaced by ``***``, then any credential the second net finds masked too."""
     return _mask(_mask_known(str(text), secrets))[0]
+
+
+class ScrubFilter(logging.Filter):
+    """A log filter that scrubs each record's message, exception text and stack.
+
+    The message is rendered (``msg % args``) and scrubbed as a whole, so a secret split
+    across arguments or quoted by ``%r`` is still found; the exception text is rendered
+    once here (handlers reuse ``record.exc_text``) and scrubbed.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format string: keep what there is
+            message = f"{record.msg} {record.args!r}"
+        record.msg, record.args = scrub(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub(record.stack_info)
+        return True
+
+
+_LOGGER_SCRUBBER = ScrubFilter()
+
+
+def scrub_loggers(*names: str) -> None:
+    """Scrub every record the loggers ``names`` create, before any handler sees it.
+
+    For libraries the package hands secrets to (openlineage-python logs its transport's
+    URL and headers at DEBUG): a filter on the logger itself works wherever the record
+    goes, whoever configured the handlers. Idempotent.
+    """
+    for name in names:
+        logger = logging.getLogger(name)
+        if _LOGGER_SCRUBBER not in logger.filters:
+            logger.addFilter(_LOGGER_SCRUBBER)
