@@ -87,11 +87,13 @@ def scrubbed_output() -> Iterator[None]:
     added = [h for h in handlers if scrubber not in h.filters]
     for handler in added:
         handler.addFilter(scrubber)
+    capturing = getattr(logging, "_warnings_showwarning", None) is not None  # already on: leave it on
     logging.captureWarnings(True)
     try:
         yield
     finally:
-        logging.captureWarnings(False)
+        if not capturing:
+            logging.captureWarnings(False)
         for handler in added:
             handler.removeFilter(scrubber)
 
