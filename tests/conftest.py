@@ -169,6 +169,17 @@ def _package_loggers_enabled() -> None:
             logger.disabled = False
 
 
+@pytest.fixture
+def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty secret registry for the test (``paimon/secrets.py``'s is process-wide by
+    design: a secret an earlier test registered would change how this test's output is
+    masked). What the test registers is dropped afterwards."""
+    from airflow_provider_paimon.paimon import secrets
+
+    monkeypatch.setattr(secrets, "_known", set())
+    monkeypatch.setattr(secrets, "_pattern", None)
+
+
 # The suite runs on two pytest-xdist workers that take whole files (scripts/test.sh:
 # ``-n 2 --dist loadfile``), in collection order. These files each hold one test of several
 # minutes (real Airflow, SIGKILL-and-restart streams, spark-submit chains: measured with

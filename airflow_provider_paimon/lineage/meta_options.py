@@ -40,6 +40,7 @@ from sqlalchemy.engine import URL
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import parse_bool
+from airflow_provider_paimon.paimon.secrets import split_userinfo
 
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
 from .url import DEFAULT_DATABASE, check_database_name, mask_url, parse_url, scrub
@@ -313,7 +314,10 @@ def _sqlite_path(tail: str, text: str, where: str) -> str:
 
 def _network_url(backend: str, driver: str, tail: str, text: str, where: str) -> URL:
     if tail.startswith("//"):
-        parts = urllib.parse.urlsplit(tail)
+        # the user info first, as the secret policy finds it: a password may hold ',',
+        # '/', '?', '#' or '@', where urlsplit would end the host (or see several hosts)
+        userinfo, bare = split_userinfo(f"{backend}:{tail}")
+        parts = urllib.parse.urlsplit(bare[len(backend) + 1:])
         if "," in parts.netloc:
             raise InvalidLineageArgumentError(
                 f"{where} '{JDBC_URL}' {mask_url(text)!r} lists several hosts; the lineage "
@@ -328,8 +332,9 @@ def _network_url(backend: str, driver: str, tail: str, text: str, where: str) ->
             ) from None
         database = urllib.parse.unquote(parts.path.lstrip("/")) or None
         query_text = parts.query
-        user = urllib.parse.unquote(parts.username) if parts.username else None
-        secret = urllib.parse.unquote(parts.password) if parts.password else None
+        name, colon, password = (userinfo or "").partition(":")
+        user = urllib.parse.unquote(name) if name else None
+        secret = urllib.parse.unquote(password) if colon and password else None
     else:  # jdbc:postgresql:database (local server, default port)
         database, _, query_text = tail.partition("?")
         host, port, user, secret = None, None, None, None

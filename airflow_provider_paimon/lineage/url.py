@@ -76,6 +76,26 @@ def secrets_of(url: str | URL) -> list[str]:
     return sorted({s for s in found if s}, key=len, reverse=True)
 
 
+def register_url(url: str | URL | None) -> None:
+    """Know the secrets of ``url`` from now on (``paimon/secrets.py``): its password as
+    SQLAlchemy parses it (whole, whatever it holds), and whatever the policy's URL
+    parser finds (the whole user info of a URL that does not parse)."""
+    if url is None or url == "":
+        return
+    if isinstance(url, URL):
+        if url.password:
+            secrets.register_secret(str(url.password))
+        secrets.register_url_secrets(_text(url))
+        return
+    secrets.register_url_secrets(str(url))
+    try:
+        parsed = make_url(str(url))
+    except Exception:  # noqa: BLE001 - unparsable: the policy's parser found what there is
+        return
+    if parsed.password:
+        secrets.register_secret(str(parsed.password))
+
+
 def scrub(text: str, url: str | URL) -> str:
     """``text`` with every secret of ``url`` replaced by ``***``."""
     return secrets.scrub(text, secrets_of(url))
@@ -94,13 +114,18 @@ def parse_url(url: str | URL | None) -> URL:
     ``jdbc.url``) is accepted too and mapped to the installed Python driver.
 
     Raises ``UnsupportedBackendError`` for another database and
-    ``InvalidLineageArgumentError`` for text that is not a URL. Touches nothing.
+    ``InvalidLineageArgumentError`` for text that is not a URL. Touches nothing but the
+    secret policy's registry: the URL's password is known as a secret from here on
+    (``register_url``), also when the URL is refused.
     """
     raw = default_url() if url is None or url == "" else url
+    register_url(raw)
     if isinstance(raw, str) and raw.strip().lower().startswith("jdbc:"):
         from .meta_options import sqlalchemy_url  # the lineage proposal's JDBC form
 
-        return sqlalchemy_url(raw, where="lineage store URL")
+        jdbc = sqlalchemy_url(raw, where="lineage store URL")
+        register_url(jdbc)
+        return jdbc
     if isinstance(raw, str) and raw.startswith("postgres://"):
         raw = "postgresql://" + raw[len("postgres://"):]
     try:
@@ -124,6 +149,7 @@ def parse_url(url: str | URL | None) -> URL:
         )
     if "+" not in parsed.drivername:
         parsed = parsed.set(drivername=f"{backend}+{_BACKENDS[backend][0]}")
+    register_url(parsed)
     check_connect_arguments(parsed)
     return parsed
 

@@ -18,17 +18,14 @@ from pypaimon.catalog.catalog_exception import (
 
 from .errors import BranchNotFoundError, InvalidArgumentError, TableNotFoundError
 from .names import MAIN_BRANCH, is_main, parse_table_name
+from .secrets import register_secret_options
 from .storage import guard as guard_file_io
 from .storage import resolve as resolve_atomicity
 
-log = logging.getLogger(__name__)
+# Options that address the catalog rather than a table (kept beside the table options)
+from .table_options import CATALOG_OPTION_PREFIXES as CATALOG_OPTION_PREFIXES
 
-# Options that address the catalog rather than a table (``commit.atomicity`` and the
-# commit lock are the warehouse's: see storage/atomicity.py).
-CATALOG_OPTION_PREFIXES = (
-    "warehouse", "metastore", "uri", "jdbc.", "token", "dlf.", "fs.", "s3.", "oss.", "hadoop.",
-    "commit.atomicity", "commit.lock.", "commit.conditional-put.",
-)
+log = logging.getLogger(__name__)
 
 
 def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
@@ -36,6 +33,8 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
 
     ``options`` are passed to pypaimon unchanged (``metastore=jdbc``/``rest``, ``uri``,
     credentials, file-system settings); ``warehouse`` wins over an option of that name.
+    Their secrets (values of credential options, passwords of URL values) are registered
+    with the secret policy (``paimon/secrets.py``) here, where they are read.
 
     On object storage the catalog's file IO is replaced by one whose create-if-absent
     is real (``commit.atomicity``), so every table loaded from it commits safely; a
@@ -56,6 +55,8 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
         # (pypaimon's JDBC catalog hands every jdbc.* option to its driver as a keyword)
         conf = {k: v for k, v in conf.items() if k.lower() not in LINEAGE_ONLY_KEYS}
     conf["warehouse"] = str(warehouse)
+    # where credentials are read: from now on they are masked wherever they would show
+    register_secret_options(conf)
     resolve_atomicity(conf["warehouse"], conf)  # fail closed before any I/O
     catalog = CatalogFactory.create(conf)
     file_io = getattr(catalog, "file_io", None)  # filesystem and JDBC catalogs; REST commits server-side

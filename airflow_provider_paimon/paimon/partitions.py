@@ -147,7 +147,7 @@ def split_partition_text(text: str) -> dict[str, str]:
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise InvalidArgumentError(
-                f"partition {text!r} must be KEY=VALUE[,KEY=VALUE...], e.g. 'dt=2026-11-03,hr=3'"
+                f"partition {text!r} must be COLUMN=VALUE[,COLUMN=VALUE...], e.g. 'dt=2026-11-03,hr=3'"
             )
         spec[key.strip()] = value
     return spec

@@ -40,6 +40,7 @@ Spark job through the environment or a private file, never its command line.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -50,6 +51,7 @@ __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
     "SECRET_KEY_MARKERS",
+    "ScrubFilter",
     "is_secret",
     "is_secret_key",
     "known_secrets",
@@ -57,12 +59,16 @@ __all__ = [
     "mask_url",
     "on_secret_registered",
     "register_secret",
+    "register_secret_options",
     "register_secret_values",
     "register_url_secrets",
     "scrub",
+    "scrub_loggers",
     "secret_values",
     "secrets_in_text",
     "split_secrets",
+    "split_userinfo",
+    "strip_userinfo",
     "url_userinfo_secrets",
 ]
 
@@ -153,6 +159,36 @@ def register_url_secrets(url: Any) -> list[str]:
     return found
 
 
+def register_secret_options(options: Mapping[Any, Any]) -> list[str]:
+    """Register the secrets of settings read from a secret origin and return them.
+
+    For a connection's options, a job's private environment, a transport config: the
+    whole value of every setting the policy holds secret (``is_secret``: a credential
+    key, or a value holding URL credentials or a known secret) and the credentials
+    inside every URL value. A plain setting (``metastore=rest``, ``file.format=orc``) is
+    not registered, so its value is not masked all over the logs (nor refused as a
+    table option's value).
+    """
+    found: list[str] = []
+    for key, value in options.items():
+        if isinstance(value, Mapping):
+            if is_secret_key(key):
+                found.extend(str(v) for v in value.values() if v not in (None, ""))
+            found.extend(register_secret_options(value))
+            continue
+        if value is None or value == "":
+            continue
+        text = str(value)
+        if is_secret(key, text):
+            found.append(text)
+            scheme = _AUTH_SCHEME.match(text)
+            if scheme:  # "Bearer <token>": the token alone shows up in text too
+                found.append(scheme.group(1))
+        found.extend(url_userinfo_secrets(text))
+    register_secret_values(found)
+    return found
+
+
 def on_secret_registered(listener: Callable[[str], None]) -> None:
     """Call ``listener`` with every secret known now and every one registered later.
 
@@ -187,7 +223,9 @@ def _mask_known(text: str, extra: Iterable[str] = ()) -> str:
     pattern = _known_pattern()
     if pattern is not None:
         text = pattern.sub(MASK, text)
-    for secret in sorted({s for s in extra if s}, key=len, reverse=True):
+    # as for registered ones: a short secret is masked by the second net where it stands
+    # as a password, not in every word that contains it ("1" in "127.0.0.1")
+    for secret in sorted({s for s in extra if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 
@@ -226,6 +264,8 @@ _QUOTED_PAIR = re.compile(
 )
 #: ``key: value`` / ``key = value`` with blanks around the separator (a log line, YAML)
 _SPACED_PAIR = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)(\s*[:=]\s+|\s+[:=]\s*)(?!\s)(\S+)")
+#: the credential of an HTTP ``Authorization`` value (``Bearer <token>``)
+_AUTH_SCHEME = re.compile(r"(?i)^\s*(?:bearer|basic|token|digest|negotiate|apikey)\s+(\S.*?)\s*$")
 #: an HTTP credential written out: ``Authorization: Bearer abc...``, ``Basic dXNl...``
 _HEADER_VALUE = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
 
@@ -337,15 +377,56 @@ def _mask(text: str) -> tuple[str, list[str]]:
     return masked, found
 
 
+def split_userinfo(url: Any) -> tuple[str | None, str]:
+    """``(user info, url without it)``: ``scheme://user:pw@host/p`` -> ``("user:pw", "scheme://host/p")``.
+
+    The user info is found as the second net finds it: its ``@`` is the last one
+    followed by a host, so ``/``, ``?``, ``#``, ``,`` or ``@`` inside a password do not
+    cut it short (``urllib`` would end the authority at the first ``/``). A user name
+    alone (``file://u@host/share``) is user info too. ``(None, url)`` without any.
+    """
+    text = str(url or "")
+    span = _userinfo_span(text)
+    if span is not None:
+        start, at, _clean = span
+        return text[start:at], text[:start] + text[at + 1:]
+    scheme = _SCHEME.match(text)
+    if scheme is None:
+        return None, text
+    authority = re.split(r"[/?#]", text[scheme.end():], maxsplit=1)[0]
+    if "@" not in authority:
+        return None, text
+    at = scheme.end() + authority.rindex("@")
+    return text[scheme.end():at], text[: scheme.end()] + text[at + 1:]
+
+
+def strip_userinfo(url: Any) -> str:
+    """``url`` without its user info (``split_userinfo``), for names that must never
+    carry credentials: OpenLineage namespaces, descriptions of a destination."""
+    return split_userinfo(url)[1]
+
+
 def url_userinfo_secrets(url: Any) -> list[str]:
     """The secret parts of one URL (or any text): passwords, unparsable user info,
-    secret query values, as written and URL-decoded (longest first)."""
+    secret query values, as written and URL-decoded (longest first).
+
+    A secret holding ``/``, ``?`` or ``#`` comes with its part before that character
+    too: that is where ``urllib`` (and every HTTP client built on it) ends the
+    authority, so their errors quote the password cut there (``Failed to parse:
+    'svc:Pw,(x)' is not a valid host``); registered, that part is masked as well.
+    """
     found: list[str] = []
     for secret in _mask(str(url or ""))[1]:
         for form in (secret, unquote(secret)):
-            if form and form != MASK and form not in found:
-                found.append(form)
+            cut = _URLLIB_CUT.split(form, maxsplit=1)[0]
+            for part in (form, cut if len(cut) >= MIN_SECRET_LENGTH else ""):
+                if part and part != MASK and part not in found:
+                    found.append(part)
     return sorted(found, key=len, reverse=True)
+
+
+#: where urllib ends a URL's authority (so a password holding one is cut there)
+_URLLIB_CUT = re.compile(r"[/?#]")
 
 
 def mask_url(url: Any) -> str:
@@ -421,3 +502,42 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every registered secret and every one of ``secrets`` (longest
     first) replaced by ``***``, then any credential the second net finds masked too."""
     return _mask(_mask_known(str(text), secrets))[0]
+
+
+class ScrubFilter(logging.Filter):
+    """A log filter that scrubs each record's message, exception text and stack.
+
+    The message is rendered (``msg % args``) and scrubbed as a whole, so a secret split
+    across arguments or quoted by ``%r`` is still found; the exception text is rendered
+    once here (handlers reuse ``record.exc_text``) and scrubbed.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format string: keep what there is
+            message = f"{record.msg} {record.args!r}"
+        record.msg, record.args = scrub(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub(record.stack_info)
+        return True
+
+
+_LOGGER_SCRUBBER = ScrubFilter()
+
+
+def scrub_loggers(*names: str) -> None:
+    """Scrub every record the loggers ``names`` create, before any handler sees it.
+
+    For libraries the package hands secrets to (openlineage-python logs its transport's
+    URL and headers at DEBUG): a filter on the logger itself works wherever the record
+    goes, whoever configured the handlers. Idempotent.
+    """
+    for name in names:
+        logger = logging.getLogger(name)
+        if _LOGGER_SCRUBBER not in logger.filters:
+            logger.addFilter(_LOGGER_SCRUBBER)

@@ -2,23 +2,28 @@
 
 Spark hands a data source a case-insensitive string map. Reading it in one place
 means the reader, the writer and the streaming side agree on names, defaults and
-error messages, and that every option we do not know goes through to Paimon
-(catalog options to the catalog, everything else to the table as dynamic options).
+error messages. Options the data source does not interpret itself are split by
+``paimon/table_options.py``: Paimon's table options apply to the table (as dynamic
+options, and stored in the schema when the write creates the table); catalog options
+and unknown keys go to the catalog only, and are never stored in a table or applied to
+one (unknown keys are named in a warning: a typo, or a setting for another engine).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_paimon.lineage.meta_options import LINEAGE_ONLY_KEYS, lineage_meta_options
-from airflow_provider_paimon.paimon.catalog import CATALOG_OPTION_PREFIXES
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
 from airflow_provider_paimon.paimon.option_values import bool_option, int_option
+from airflow_provider_paimon.paimon.secrets import register_secret_options
+from airflow_provider_paimon.paimon.table_options import split_options
 
 from .jobs.common import CATALOG_OPTIONS_ENV
 
@@ -46,11 +51,20 @@ OWN_OPTIONS = frozenset(
         "filter-pushdown",
         "partition-filter",
         "path",
-        # streaming (interpreted by the streaming modules)
+        # streaming (interpreted by the streaming modules; Spark passes checkpointLocation
+        # and queryName to a sink)
         "scan.mode",
         "consumer-id",
+        "max-snapshots-per-trigger",
+        "max-files-per-trigger",
+        "checkpointlocation",
+        "queryname",
+        "commit-user",
     }
 )
+
+log = logging.getLogger(__name__)
+_warned_unknown: set[frozenset[str]] = set()
 
 OVERWRITE_MODES = ("static", "dynamic")
 
@@ -86,7 +100,9 @@ def connection_defaults(warehouse: str | None, environ: Mapping[str, str] | None
         raise InvalidArgumentError(f"${CONNECTION_OPTIONS_ENV} is not valid JSON") from None
     if not isinstance(doc, dict):
         raise InvalidArgumentError(f"${CONNECTION_OPTIONS_ENV} must be a JSON object")
-    return {str(k).lower(): str(v) for k, v in doc.items() if str(k).lower() != "warehouse"}
+    options = {str(k): str(v) for k, v in doc.items() if v is not None}
+    register_secret_options(options)  # a private channel: its secrets are known from here on
+    return {k.lower(): v for k, v in options.items() if k.lower() != "warehouse"}
 
 
 def connection_catalog_options(warehouse: str | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -277,17 +293,13 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         opts_for_paimon = {k: v for k, v in opts.items() if k not in LINEAGE_ONLY_KEYS}
     else:
         opts_for_paimon = opts
+    split = split_options({k: v for k, v in opts_for_paimon.items() if k != "warehouse" and k not in OWN_OPTIONS})
+    _warn_unknown(split.unknown)
     canonical = _canonical_keys()
-    catalog_options = {
-        canonical.get(k, k): v
-        for k, v in opts_for_paimon.items()
-        if k != "warehouse" and k not in OWN_OPTIONS and k.startswith(CATALOG_OPTION_PREFIXES)
-    }
-    table_options = {
-        k: v
-        for k, v in opts_for_paimon.items()
-        if k not in OWN_OPTIONS and not k.startswith(CATALOG_OPTION_PREFIXES) and k != "warehouse"
-    }
+    # unknown keys go to the catalog with the catalog options (pypaimon's catalog takes
+    # the keys it knows), never to the table
+    catalog_options = {canonical.get(k, k): v for k, v in {**split.catalog, **split.unknown}.items()}
+    table_options = split.table
     branch = opts.get("branch", "").strip() or None
     _refuse_filter_pushdown(opts)
     partition_filter = opts.get("partition-filter")
@@ -321,6 +333,20 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
         event_log=opts.get("event-log", "").strip() or None,
         raw=opts,
         lineage=lineage,
+    )
+
+
+def _warn_unknown(unknown: Mapping[str, str]) -> None:
+    """Say once per process which options are neither the data source's, Paimon's table
+    options nor catalog options (keys only: the values may be credentials)."""
+    keys = frozenset(unknown)
+    if not keys or keys in _warned_unknown:
+        return
+    _warned_unknown.add(keys)
+    log.warning(
+        "option(s) %s are not Paimon table options: they are passed to the catalog only, "
+        "never applied to the table nor stored in its schema (paimon/table_options.py lists "
+        "Paimon's table options; check the spelling)", ", ".join(sorted(keys)),
     )
 
 

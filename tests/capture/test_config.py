@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from urllib.parse import quote
 
+import pytest
+from fuzz_passwords import passwords, shown
+
+from airflow_provider_paimon.paimon import secrets
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.lineage.config import capture_config
 
@@ -47,6 +52,21 @@ def test_password_from_environment_is_never_shown():
     assert "s3cr3t" in cfg.url  # filled in for the driver...
     assert "s3cr3t" not in repr(cfg) and "s3cr3t" not in cfg.describe()  # ...never shown
     assert "***" in cfg.describe()
+
+
+def test_store_passwords_are_known_as_secrets_where_the_capture_reads_them(fresh_secrets):
+    """The URL's password (as SQLAlchemy parses it), ``$PAIMON_LINEAGE_PASSWORD`` and the
+    proposal's ``jdbc.password`` from the connection's private env are registered whole:
+    a driver's message quoting any of them is masked, whatever they hold."""
+    url_pw, env_pw, jdbc_pw = passwords(3037, 3)
+    capture_config({"spark.paimon.lineage.url": f"mysql+pymysql://lineage:{quote(url_pw, safe='')}@db/paimon"},
+                   "app", environ={"PAIMON_LINEAGE_PASSWORD": env_pw})
+    capture_config({}, "app", environ={"PAIMON_CATALOG_OPTIONS_JSON": json.dumps({
+        "table-lineage": "true", "jdbc.url": "jdbc:mysql://db:3306/x", "jdbc.username": "u",
+        "jdbc.password": jdbc_pw})})
+    assert {url_pw, env_pw, jdbc_pw} <= secrets.known_secrets()
+    text = f"driver: access denied for {url_pw!r}; {env_pw} / {jdbc_pw}"
+    assert shown(secrets.scrub(text), [url_pw, env_pw, jdbc_pw]) == []
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,7 @@ def test_partition_spec_selects_and_validates(warehouse):
         partition_spec_filter(table, [{"p": "zz"}])
     with pytest.raises(InvalidArgumentError, match="not partition columns"):
         partition_spec_filter(table, [{"q": "a"}])
-    with pytest.raises(InvalidArgumentError, match="KEY=VALUE"):
+    with pytest.raises(InvalidArgumentError, match="COLUMN=VALUE"):
         parse_partition_spec("p")
 
 

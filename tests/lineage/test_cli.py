@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from urllib.parse import quote
 
 import pytest
+from fuzz_passwords import passwords, shown
 
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 from airflow_provider_paimon.lineage.cli import main
+
+# each test's output is masked by what that test's URLs register, not by earlier tests'
+pytestmark = pytest.mark.usefixtures("fresh_secrets")
 
 
 @pytest.fixture
@@ -152,3 +157,44 @@ def test_real_cli_process_masks_and_exits_2():
         assert PW not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
         if "--json" in argv:
             assert json.loads(proc.stdout)["exit_code"] == 2
+
+
+def _fuzz_urls(password: str) -> list[str]:
+    """The shapes of #30 that fail before any connection: mistyped, JDBC, query credential."""
+    encoded = quote(password, safe="")
+    return [
+        f"mysql+pymysql//root:{password}@127.0.0.1:1/x",  # "... is not a SQLAlchemy URL"
+        f"mysql+pymysql:/root:{password}@127.0.0.1:1/x",
+        f"root:{password}@127.0.0.1",
+        f"mysql+pymysql://root:{password}@127.0.0.1:abc/x",  # port not a number
+        f"jdbc:mysql://root:{password}@127.0.0.1:1/x?useSSL=false&frob=1",  # JDBC property refused
+        f"jdbc:mysql://root:{password}@h1,h2/x",  # several hosts
+        f"mysql+pymysql://root@127.0.0.1:1/x?pwd={encoded}",  # the driver refuses 'pwd'
+        f"mysql+pymysql://u@127.0.0.1:1/x?password={encoded}&connect_timeout=abc",
+    ]
+
+
+def test_punctuation_full_passwords_never_appear_in_cli_errors(capsys):
+    """Passwords from the fuzz generator in every shape the issue saw echoed."""
+    for password in passwords(3032, 25):
+        for url in _fuzz_urls(password):
+            for extra in ((), ("--json",)):
+                code, out, err = run(capsys, *extra, "jobs", "--url", url)
+                assert code == 2, (url, err)
+                assert shown(out + err, [password]) == [], (url, out + err)
+
+
+def test_punctuation_full_passwords_never_appear_when_the_store_is_unreachable(capsys):
+    for password in passwords(3033, 2):
+        for url in (f"mysql+pymysql://root:{password}@127.0.0.1:1/x",
+                    f"jdbc:postgresql://u:{password}@127.0.0.1:1/x"):
+            code, out, err = run(capsys, "--json", "jobs", "--url", url)
+            # 3: unreachable; 2: pymysql cannot encode a non-Latin-1 password at all
+            assert code in (2, 3), (url, err)
+            assert shown(out + err, [password]) == [] and "***@127.0.0.1" in err
+    password = passwords(3034, 1)[0]
+    proc = subprocess.run([sys.executable, "-m", "airflow_provider_paimon.lineage.cli", "jobs", "--url",
+                           f"mysql+pymysql//root:{password}@127.0.0.1:1/x"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is not a SQLAlchemy URL" in proc.stderr
+    assert shown(proc.stdout + proc.stderr, [password]) == []

@@ -8,6 +8,7 @@ import os
 import time
 
 import pytest
+from fuzz_passwords import passwords, shown
 from olspec import LineageReceiver, validate_event
 
 from airflow_provider_paimon.lineage.openlineage import (
@@ -138,6 +139,32 @@ def test_receiver_down_never_raises_and_never_leaks_the_key(caplog, capfd):
     assert "could not be sent" in caplog.text
     out, err = capfd.readouterr()
     assert API_KEY not in caplog.text + out + err
+
+
+def test_a_transport_url_with_a_punctuation_full_password_is_never_logged(caplog, capfd):
+    """"OpenLineage event could not be sent to http http://ol:pw,x@..." showed the user info
+    of the transport URL; a password holding '/', '?' or '#' was also cut by the HTTP
+    client's parser and quoted in its error."""
+    caplog.set_level(logging.DEBUG)
+    down = LineageReceiver().start()
+    closed_port = down.port
+    down.stop()
+    with LineageReceiver() as receiver:
+        for password in passwords(3036, 8):
+            for port in (receiver.port, closed_port):
+                url = f"http://ol:{password}@127.0.0.1:{port}"
+                emitter = PaimonLineageEmitter.from_conf(
+                    http_conf(url, **{KEY_ASYNC: "false", KEY_TIMEOUT: "0.5"}))
+                emitter.emit(emitter.new_run("job", streaming=False).start())
+                emitter.close(5)
+                # sent, failed, or off: a URL the client cannot parse creates no transport
+                assert emitter.sent + emitter.failed == 1 or "transport could not be created" in caplog.text
+                texts = [caplog.text, repr(emitter), emitter.last_error or ""]
+                assert shown(" ".join(texts), [password]) == [], texts
+        assert shown(json.dumps(receiver.events), passwords(3036, 8)) == []
+    assert f"could not be sent to http http://127.0.0.1:{closed_port}/api/v1/lineage" in caplog.text
+    out, err = capfd.readouterr()
+    assert shown(out + err, passwords(3036, 8)) == []
 
 
 def test_server_errors_and_rejections_are_counted_not_raised(caplog):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fuzz_passwords import passwords
 
 from airflow_provider_paimon.lineage.openlineage import (
     dataset_name,
@@ -44,6 +45,19 @@ def test_relative_and_home_paths_become_absolute(tmp_path, monkeypatch):
 )
 def test_remote_uris(uri, expected):
     assert warehouse_namespace(uri) == expected
+
+
+def test_user_info_never_stays_in_a_namespace_whatever_the_password_holds():
+    """``file://u:pw@host/share/wh`` kept its user info; a ``/``, ``?`` or ``#`` in a
+    password cut urllib's authority short and left the rest of it in the path."""
+    for password in passwords(3035, 200):
+        for uri, expected in ((f"file://u:{password}@host/share/wh", "file://host/share/wh"),
+                              (f"s3://AKIDEXAMPLE:{password}@bucket/wh/", "s3://bucket/wh"),
+                              (f"hdfs://etl:{password}@nn:8020/user/wh", "hdfs://nn:8020/user/wh")):
+            assert warehouse_namespace(uri) == expected, uri
+        rest = warehouse_namespace("cat", {"metastore": "rest", "uri": f"https://u:{password}@Rest:8443/api"})
+        assert rest == "paimon+rest://rest:8443/api/cat"
+    assert warehouse_namespace("file://svc@fileserver/share/wh") == "file://fileserver/share/wh"
 
 
 def test_empty_warehouse_is_an_error():

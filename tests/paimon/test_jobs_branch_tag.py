@@ -128,7 +128,7 @@ def test_launcher_subprocess_plain_python(warehouse, table):
         capture_output=True, text=True, timeout=180, env=env,
     )
     assert proc.returncode == 2
-    assert "PAIMON_ERROR" in proc.stderr and "KEY=VALUE" in proc.stderr
+    assert "PAIMON_ERROR" in proc.stderr and "NAME=VALUE" in proc.stderr
 
 
 @pytest.mark.parametrize("family", sorted(launcher.FAMILIES))

@@ -112,7 +112,7 @@ def test_spec_checks_columns_and_uses_the_tables_default_name():
         parse_partition_values(types, {"region": "eu"}, table="db.t")
     with pytest.raises(InvalidArgumentError, match="is not partitioned"):
         parse_partition_values({}, {"dt": "2026-11-03"})
-    with pytest.raises(InvalidArgumentError, match="KEY=VALUE"):
+    with pytest.raises(InvalidArgumentError, match="COLUMN=VALUE"):
         split_partition_text("dt")
     assert split_partition_text("dt=2026-11-03,hr=3") == {"dt": "2026-11-03", "hr": "3"}
 

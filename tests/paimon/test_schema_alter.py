@@ -179,7 +179,7 @@ def test_if_not_exists_and_if_exists_make_reruns_pass(warehouse):
     _catalog, t = make_orders(warehouse)
     changes = [{"op": "add_column", "name": "discount", "type": "DECIMAL(10,2)", "if_not_exists": True},
                {"op": "drop_column", "name": "note", "if_exists": True},
-               {"op": "set_option", "key": "owner", "value": "ops"}]
+               {"op": "set_option", "key": "snapshot.num-retained.min", "value": "3"}]
     first = alter_table(t, changes)
     assert first["changed"] and first["skipped"] == []
     before = tree(warehouse)
@@ -258,7 +258,7 @@ def test_refused_with_a_clear_message_and_nothing_written(warehouse, change, mes
     _catalog, t = make_orders(warehouse)
     before = tree(warehouse)
     with pytest.raises(SchemaChangeError, match=message):
-        alter_table(t, [{"op": "set_option", "key": "owner", "value": "ops"}, change])
+        alter_table(t, [{"op": "set_option", "key": "snapshot.num-retained.min", "value": "3"}, change])
     assert tree(warehouse) == before
 
 

@@ -209,4 +209,9 @@ def test_refusals_name_the_data_source_and_change_nothing(spark, warehouse, prob
         write_table(df, "db.missing", warehouse=warehouse)
     with pytest.raises(Exception, match="given twice"):
         write_table(df, "db.bk", warehouse=warehouse, options={"table": "db.other"})
+    # a table option holding a credential is never stored: the table is not created
+    with pytest.raises(Exception, match=r"option\(s\) 'data-file.external-paths' look like credentials") as err:
+        write_table(df, "db.new", warehouse=warehouse,
+                    options={"create-table": "true", "data-file.external-paths": "s3://AK:Pw,(x)/9z@b/ext"})
+    assert "Pw,(x)" not in str(err.value) and not os.path.exists(os.path.join(warehouse, "db.db", "new"))
     assert probe.state() == before

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_paimon.paimon.option_values import parse_bool
-from airflow_provider_paimon.paimon.secrets import mask_url
+from airflow_provider_paimon.paimon.secrets import register_secret_options, strip_userinfo
 
 __all__ = [
     "CONF_PREFIX",
@@ -98,6 +98,10 @@ def resolve_settings(
     """Decide whether and where to emit, from ``conf`` and the environment."""
     conf = {str(k): v for k, v in (conf or {}).items()}
     env = os.environ if environ is None else environ
+    # API keys, transport URLs with user info, headers: secrets from here on, wherever
+    # they would show (the emitter's messages, Airflow's masker in a task process)
+    register_secret_options({k: v for k, v in conf.items() if _openlineage_key(k)})
+    register_secret_options({k: v for k, v in env.items() if k.startswith("OPENLINEAGE")})
     namespace = str(
         conf.get(KEY_NAMESPACE)
         or conf.get(SPARK_OL_NAMESPACE)
@@ -123,6 +127,10 @@ def resolve_settings(
     if _openlineage_config_present(env):
         return EmitterSettings(True, "openlineage-config", namespace, asynchronous, None)
     return off()
+
+
+def _openlineage_key(key: str) -> bool:
+    return key.startswith((CONF_PREFIX, SPARK_OL_TRANSPORT_PREFIX))
 
 
 def _from_paimon_conf(conf: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,5 +235,10 @@ def describe_transport(transport: Mapping[str, Any] | None) -> str:
 
 
 def _redact_url(url: str) -> str:
-    """The URL without query and fragment, its credentials masked (the secret policy)."""
-    return mask_url(url.split("?", 1)[0].split("#", 1)[0]).rstrip("/")
+    """The URL without user info, query and fragment.
+
+    The user info goes first, found as the secret policy finds it (``strip_userinfo``):
+    cutting at the first ``?`` or ``#`` before that would cut a password holding one in
+    two and leave its first part in front of an ``@``-less remainder, unmasked.
+    """
+    return strip_userinfo(url).split("?", 1)[0].split("#", 1)[0].rstrip("/")

@@ -31,7 +31,12 @@ from typing import Any
 from openlineage.client import OpenLineageClient
 from openlineage.client.transport import get_default_factory
 
-from airflow_provider_paimon.paimon.secrets import scrub, secret_values
+from airflow_provider_paimon.paimon.secrets import (
+    register_secret_values,
+    scrub,
+    scrub_loggers,
+    secret_values,
+)
 
 from .config import EmitterSettings, describe_transport, resolve_settings
 from .events import PaimonJobRun
@@ -39,6 +44,17 @@ from .events import PaimonJobRun
 __all__ = ["PaimonLineageEmitter"]
 
 log = logging.getLogger(__name__)
+
+#: openlineage-python's loggers that show a transport's config (URL, headers, API key
+#: holder) or its errors; their records are scrubbed at the source
+OPENLINEAGE_LOGGERS = (
+    "openlineage.client.client",
+    "openlineage.client.transport.http",
+    "openlineage.client.transport.async_http",
+    "openlineage.client.transport.composite",
+    "openlineage.client.transport.factory",
+    "openlineage.client.transport.transport",
+)
 
 _STOP = object()
 _WARN_EVERY = 50
@@ -69,6 +85,7 @@ class PaimonLineageEmitter:
         # longest first, so a secret that contains another is masked whole
         known = {s for s in [*secrets, *_client_secrets(client)] if s}
         self._secrets = sorted(known, key=len, reverse=True)
+        register_secret_values(self._secrets)  # e.g. an API key from openlineage.yml
         self._description = description or ("disabled" if client is None else _kind(client))
         self._lock = threading.Lock()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, queue_size))
@@ -279,6 +296,7 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 def _make_client(settings: EmitterSettings) -> OpenLineageClient:
+    scrub_loggers(*OPENLINEAGE_LOGGERS)  # before the transport logs its config
     if settings.transport is None:
         return OpenLineageClient()
     if os.getenv("OPENLINEAGE_DISABLED", "").strip().lower() == "true":

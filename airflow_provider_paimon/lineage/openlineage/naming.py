@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from airflow_provider_paimon.paimon.names import is_main
+from airflow_provider_paimon.paimon.secrets import strip_userinfo
 
 __all__ = [
     "REST_SCHEME",
@@ -61,7 +62,9 @@ def warehouse_namespace(warehouse_uri: str, catalog_options: Mapping[str, Any] |
       ``file:///abs/path``; ``file:/p``, ``file://localhost/p`` and ``file:///p`` all
       become ``file:///p``;
     - other URIs keep scheme (lower-cased) and authority, lose any user info
-      (credentials must never end up in lineage), query and fragment;
+      (credentials must never end up in lineage: also ``file://user:pw@host/share``, and
+      a password holding ``/``, ``?``, ``#`` or ``@``, found as the secret policy finds
+      it), query and fragment;
     - no trailing slash, and ``.``/``..``/doubled slashes are folded;
     - with ``catalog_options`` of a REST catalog (``metastore=rest``), the warehouse is
       a catalog name: :func:`rest_namespace` of option ``uri`` and that name. Other
@@ -74,6 +77,8 @@ def warehouse_namespace(warehouse_uri: str, catalog_options: Mapping[str, Any] |
         raise ValueError("warehouse URI is empty")
     if catalog_type(catalog_options) == "rest" and not is_rest_namespace(value):
         return rest_namespace((catalog_options or {}).get("uri"), value)
+    if "://" in value:  # an authority: its user info goes before anything parses it
+        value = strip_userinfo(value)
     if _is_local_path(value):
         path = os.path.abspath(os.path.expanduser(value)).replace(os.sep, "/")
         return "file://" + _clean_path(path)
@@ -101,7 +106,7 @@ def rest_namespace(uri: Any, warehouse: str) -> str:
     server = str(uri or "").strip()
     if not server:
         raise ValueError("a REST catalog (metastore=rest) needs its 'uri' option to name its namespace")
-    parts = urlsplit(server if "://" in server else f"http://{server}")
+    parts = urlsplit(strip_userinfo(server if "://" in server else f"http://{server}"))
     host = parts.netloc.rsplit("@", 1)[-1].lower()
     if not host:
         raise ValueError(f"REST catalog uri {server!r} names no server")

@@ -19,7 +19,11 @@ Refused, and why:
 * making a nullable column NOT NULL while the branch holds rows (Paimon cannot prove
   none of them is null), or a primary key column nullable;
 * options fixed at creation (``bucket``, ``primary-key``, ``partition``, ``type``),
-  and Paimon's other immutable options once the branch has snapshots.
+  and Paimon's other immutable options once the branch has snapshots;
+* setting a key that is not a Paimon table option (``paimon/table_options.py``: a
+  typo, or a catalog/connection setting, would be stored for every reader to see), or
+  an option that looks like a credential (named by its key, never its value).
+  Removing any option is allowed: it is how a credential stored before is taken out.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.schema.data_types import AtomicType
 
+from ..table_options import not_table_message, not_table_options, secret_looking, secret_message
 from .changes import Change, SchemaChangeError
 from .widening import is_widening
 
@@ -240,6 +245,12 @@ def _nullability(m: SchemaModel, c: Change, where: str) -> None:
 
 def _option(m: SchemaModel, c: Change, where: str) -> None:
     key = c.args["key"]
+    if c.op == "set_option" and not_table_options([key]):
+        m.problems.append(f"{where}: {not_table_message([key])}")
+        return
+    if c.op == "set_option" and secret_looking({key: c.args["value"]}):
+        m.problems.append(f"{where}: {secret_message([key])}")
+        return
     if c.op == "set_option" and m.options.get(key) == c.args["value"]:
         return  # no change
     if c.op == "remove_option" and key not in m.options:

@@ -6,9 +6,12 @@ partition column) fails with a clear message and leaves no file behind.
 
 Creating tables: with option ``create-table=true`` a missing table is created from
 the DataFrame's schema, with options ``partition-keys`` and ``primary-keys``
-(comma-separated column names) and any other option as a table option (``bucket``,
-``file.format``, ...). A missing database is created too. Without the option a
-missing table is an error, so a typo in ``table`` never creates a stray table.
+(comma-separated column names) and the Paimon table options among the options
+(``bucket``, ``file.format``, ...; ``paimon/table_options.py``): catalog, connection and
+unknown options are never stored in the schema, and a table option that looks like a
+credential refuses the creation (naming the key) before anything is written. A
+missing database is created too. Without the option a missing table is an error, so
+a typo in ``table`` never creates a stray table.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError, TableNot
 from airflow_provider_paimon.paimon.maintenance.after_commit import check_write_options
 from airflow_provider_paimon.paimon.maintenance.options import writer_retention
 from airflow_provider_paimon.paimon.partitions import parse_partition_spec
+from airflow_provider_paimon.paimon.table_options import refuse_secrets
 
 from ..options import PaimonOptions
 from ..tables import catalog_for, latest_snapshot_id, open_table
@@ -117,9 +121,14 @@ def merge_schema(opts: PaimonOptions, schema: StructType, stored: Any, table: An
 
 
 def create_table(catalog: Any, opts: PaimonOptions, schema: StructType) -> None:
-    """Create ``opts.table`` from a Spark schema (and its database if needed)."""
+    """Create ``opts.table`` from a Spark schema (and its database if needed).
+
+    Only ``opts.table_options`` (Paimon's table options) are stored; one that looks like
+    a credential refuses the creation before the database or table is written.
+    """
     from pypaimon import Schema
 
+    refuse_secrets(opts.table_options, what=f"creating table {opts.table}")
     names = schema.fieldNames()
     for kind, keys in (("partition-keys", opts.partition_keys), ("primary-keys", opts.primary_keys)):
         unknown = [k for k in keys if k not in names]

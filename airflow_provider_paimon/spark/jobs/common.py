@@ -1,4 +1,9 @@
-"""What every job entry point shares: argument parsing, result and error printing."""
+"""What every job entry point shares: argument parsing, result and error printing.
+
+``run_job`` registers the secrets the job received through its private channels and
+scrubs its log records, its result line and its error (``job_secrets.py``), so a job's
+output never shows a secret, whatever punctuation it holds.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +64,7 @@ def parse_key_values(pairs: list[str], what: str = "option") -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ArgumentError(f"{what} {pair!r} must be KEY=VALUE")
+            raise ArgumentError(f"{what} {pair!r} must be NAME=VALUE")
         out[key.strip()] = value
     return out
 
@@ -91,14 +96,22 @@ def _write_result_file(record: dict[str, Any]) -> None:
 
 
 def print_result(result: dict[str, Any]) -> None:
-    """Report the job's result: the ``PAIMON_RESULT`` line, and the result file if asked."""
+    """Report the job's result: the ``PAIMON_RESULT`` line, and the result file if asked
+    (every string in it scrubbed of secrets)."""
+    from .job_secrets import scrub_value
+
+    result = scrub_value(result)
     _write_result_file({"result": result})
     sys.stdout.write(RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
 
 
 def print_error(message: str) -> None:
-    """Report the job's error: the ``PAIMON_ERROR`` line (stderr), and the result file."""
+    """Report the job's error: the ``PAIMON_ERROR`` line (stderr), and the result file
+    (scrubbed of secrets)."""
+    from ...paimon.secrets import scrub
+
+    message = scrub(message)
     _write_result_file({"error": message})
     sys.stderr.write(ERROR_PREFIX + message + "\n")
     sys.stderr.flush()
@@ -115,19 +128,32 @@ def job_spark_session(app_name: str) -> Any:
 
 
 def run_job(body: Callable[[], dict[str, Any]]) -> int:
-    """Run ``body``, print its result, and map failures to the contract's exit codes."""
+    """Run ``body``, print its result, and map failures to the contract's exit codes.
+
+    First the secrets of the private channels are registered; while the job runs its
+    log records are scrubbed, and so are its traceback, error and result.
+    """
+    from ...paimon.secrets import scrub
+    from .job_secrets import register_private_secrets, scrubbed_output
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        result = body()
-    except PaimonError as err:
-        print_error(str(err))
-        return 2
-    except Exception as err:  # noqa: BLE001 - the job's last line of defence
-        traceback.print_exc()
-        print_error(f"{type(err).__name__}: {err}")
-        return 1
-    print_result(result)
-    return 0
+    with scrubbed_output():
+        try:
+            register_private_secrets()
+        except Exception as err:  # noqa: BLE001 - the job still runs; its output is scrubbed anyway
+            log.warning("could not read every private setting for secrets: %s: %s", type(err).__name__, err)
+        try:
+            result = body()
+        except PaimonError as err:
+            print_error(str(err))
+            return 2
+        except Exception as err:  # noqa: BLE001 - the job's last line of defence
+            sys.stderr.write(scrub(traceback.format_exc()))
+            sys.stderr.flush()
+            print_error(f"{type(err).__name__}: {err}")
+            return 1
+        print_result(result)
+        return 0
 
 
 def parse_result(output: str) -> dict[str, Any] | None:

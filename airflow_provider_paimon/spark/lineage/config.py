@@ -38,7 +38,11 @@ from typing import Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import parse_bool, parse_int
-from airflow_provider_paimon.paimon.secrets import mask_url
+from airflow_provider_paimon.paimon.secrets import (
+    mask_url,
+    register_secret,
+    register_secret_options,
+)
 
 PREFIX = "spark.paimon.lineage."
 KEY_ENABLED = PREFIX + "enabled"
@@ -158,6 +162,7 @@ def capture_config(
         url = _merge_url(url, proposal)
     if url is None:
         url = (env.get(ENV_URL) or "").strip() or None
+    _register_store_secrets(url, env.get(ENV_PASSWORD))
     if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
         from airflow_provider_paimon.lineage.url import parse_url
 
@@ -212,6 +217,14 @@ def capture_config(
     )
 
 
+def _register_store_secrets(url: str | None, password: str | None) -> None:
+    """The store URL's password (and ``$PAIMON_LINEAGE_PASSWORD``) are secrets from here on."""
+    from airflow_provider_paimon.lineage.url import register_url
+
+    register_url(url)
+    register_secret(password)
+
+
 def openlineage_requested(conf: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> bool:
     """Whether the Spark conf itself asks for OpenLineage events (a store is not needed).
 
@@ -251,6 +264,7 @@ def _proposal_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     if not lineage_proposal_options(given) and not lineage_proposal_options(connection):
         return None
     options = {**connection, **given}
+    register_secret_options(options)  # jdbc.password, a jdbc.url with a password
     where = "spark.paimon.catalog." if lineage_proposal_options(given) else "paimon connection extra"
     try:
         return lineage_meta_options(options, where=where.rstrip("."))
@@ -278,7 +292,9 @@ def _connection_options(env: Mapping[str, str]) -> dict[str, str]:
         doc = json.loads(raw)
     except ValueError:
         raise InvalidArgumentError(f"${CATALOG_OPTIONS_ENV} is not valid JSON") from None
-    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+    options = {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+    register_secret_options(options)  # the private channel's secrets are known from here on
+    return options
 
 
 def _merge_url(own: str | None, proposal: Any) -> str | None:
