@@ -541,10 +541,14 @@ def table_graph(
     def first_jobs(conn: sa.Connection) -> tuple[list[str] | None, bool]:
         if max_jobs is None:
             return None, False
-        names = sa.union(*(sa.select(t.c.job).where(*_edge_conds(t, conds, contains, job_filter, after))
-                           for _, t in sides)).subquery()
-        stmt = sa.select(names.c.job).order_by(names.c.job).limit(max_jobs + 1)
-        jobs = [r[0] for r in _fetch(conn, stmt, {}, began + budget.timeout_s)]
+        # the first jobs of each side, in the primary key's order (an index range, not a
+        # UNION of every job in the store): the first of both are among them
+        names: set[str] = set()
+        for _, t in sides:
+            stmt = (sa.select(t.c.job).where(*_edge_conds(t, conds, contains, job_filter, after))
+                    .distinct().order_by(t.c.job).limit(max_jobs + 1))
+            names.update(r[0] for r in _fetch(conn, stmt, {}, began + budget.timeout_s))
+        jobs = sorted(names)[:max_jobs + 1]
         return jobs[:max_jobs], len(jobs) > max_jobs
 
     def query(conn: sa.Connection) -> tuple[list[TableEdge], bool]:

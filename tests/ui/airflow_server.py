@@ -76,14 +76,17 @@ def api_server(home: Path, extra_env: dict[str, str] | None = None, timeout: flo
 
 @contextmanager
 def api_server_process(home: Path, extra_env: dict[str, str] | None = None, timeout: float = 120.0,
-                       users: Users | None = None, dag_files: dict[str, str] | None = None):
+                       users: Users | None = None, dag_files: dict[str, str] | None = None,
+                       keep_db: bool = False):
     """Yield (base URL, process) of a running api-server; stop it (and its workers) afterwards.
 
     ``dag_files`` (file name -> source) are written to the DAGs folder and serialized
-    into the metadata database first, so the auth manager knows those DAGs.
+    into the metadata database first, so the auth manager knows those DAGs. ``keep_db``:
+    reuse the metadata database already in ``home`` (a second server on the same data).
     """
     env = airflow_env(home, extra_env, users)
-    _migrated_db(home, env)
+    if not (keep_db and (home / "airflow.db").exists()):
+        _migrated_db(home, env)
     if dag_files:
         (home / "dags").mkdir(exist_ok=True)
         for name, source in dag_files.items():
