@@ -53,7 +53,12 @@ from airflow_provider_paimon.lineage.openlineage.naming import (
     dataset_name,
     warehouse_namespace,
 )
-from airflow_provider_paimon.paimon.names import is_main, parse_table_name, validate_branch_name
+from airflow_provider_paimon.paimon.names import (
+    UNICODE_PROFILE,
+    is_main,
+    parse_table_name,
+    validate_branch_name,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset
@@ -124,7 +129,7 @@ def asset_uri(
     """
     database, name = parse_table_name(table)
     if branch is not None and not is_main(branch):
-        validate_branch_name(branch)
+        validate_branch_name(branch, UNICODE_PROFILE)  # a reference: the table's ops apply its profile
     namespace = urlsplit(warehouse_namespace(warehouse, catalog_options))
     fs = namespace.scheme
     path = namespace.path if namespace.path not in ("", "/") else ""
@@ -193,7 +198,7 @@ def parse_asset_uri(uri: str | SplitResult) -> PaimonAssetRef:
             branch = None
         else:
             try:
-                validate_branch_name(branch)
+                validate_branch_name(branch, UNICODE_PROFILE)  # a reference: the table's ops apply its profile
             except ValueError as err:
                 raise _invalid(text, str(err)) from None
     warehouse_path = "/" + "/".join(segments[:-2])

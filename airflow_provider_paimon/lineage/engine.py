@@ -9,9 +9,11 @@
   privilege needed), made the connection's ``search_path`` so the Paimon lineage proposal's unqualified
   SQL runs as written.
 - Read-only engines (``read_only=True``, for readers such as the UI) never create a
-  file, change a journal mode or write: SQLite opens the file ``mode=rw`` (no create)
-  with ``PRAGMA query_only``; MySQL/MariaDB sessions are ``READ ONLY``; PostgreSQL
-  sessions have ``default_transaction_read_only``.
+  file, change a journal mode or write: SQLite opens the file ``mode=ro`` with
+  ``PRAGMA query_only`` (``_sqlite_read_only_uri``: a WAL store no writer has open is
+  opened ``immutable``, so not even its ``-wal``/``-shm`` files are created), one
+  connection per use (so each one looks again); MySQL/MariaDB sessions are
+  ``READ ONLY``; PostgreSQL sessions have ``default_transaction_read_only``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from urllib.parse import quote
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from .errors import InvalidLineageArgumentError
 from .url import backend_of, default_sqlite_path, mask_url
@@ -42,15 +44,17 @@ def _sqlite_engine(url: URL, options: dict[str, Any], read_only: bool = False) -
     memory = path in ("", ":memory:") or path.startswith("file::memory:")
     kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
     if not memory and read_only:
-        # sqlite3 would create a missing file on connect; mode=rw opens only an existing
+        # sqlite3 would create a missing file on connect; mode=ro opens only an existing
         # one. A creator keeps engine.url (shown in messages) the URL the user gave.
         if url.query.get("uri") == "true":
             raise InvalidLineageArgumentError(
                 f"lineage store {mask_url(url)!r}: read-only opening of a SQLite URI URL is not "
                 "supported; give the plain file path (sqlite:////path/lineage.sqlite)"
             )
-        uri = "file:" + quote(os.path.abspath(Path(path).expanduser())) + "?mode=rw"
-        kwargs["creator"] = lambda: sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+        file = os.path.abspath(Path(path).expanduser())
+        kwargs["creator"] = lambda: sqlite3.connect(_sqlite_read_only_uri(file), uri=True, timeout=30,
+                                                    check_same_thread=False)
+        kwargs["poolclass"] = NullPool  # each connection decides ro vs immutable anew
     elif not memory and Path(path).expanduser() == default_sqlite_path():
         default_sqlite_path().parent.mkdir(parents=True, exist_ok=True)
     if not memory and not Path(path).expanduser().parent.is_dir():
@@ -80,6 +84,33 @@ def _sqlite_engine(url: URL, options: dict[str, Any], read_only: bool = False) -
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def _sqlite_read_only_uri(file: str) -> str:
+    """The URI a reader opens ``file`` with, writing nothing next to it.
+
+    ``mode=ro`` never creates the file nor writes the database, but on a WAL database
+    SQLite still creates the ``-wal`` and ``-shm`` files when they are missing (and a
+    read-only connection cannot remove them). So a WAL database without a ``-wal``
+    file (no writer has it open: the last writer to close checkpoints and deletes it)
+    is opened ``immutable``: no locks, no side files, only the main file read. If a
+    writer starts meanwhile, this connection does not see its commits until the next
+    connection (the engine opens one per use); a writer checkpointing more than
+    SQLite's 1,000-page auto-checkpoint during one request could make that request's
+    answer inconsistent (never the store). A WAL database whose ``-wal`` exists is
+    opened plain ``mode=ro`` (the side files are the writers'), and so is a
+    rollback-journal database (its readers create no side files).
+    """
+    uri = "file:" + quote(file) + "?mode=ro"
+    try:
+        with open(file, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return uri  # missing or unreadable: sqlite3 says so on connect
+    wal_mode = header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
+    if wal_mode and not os.path.exists(file + "-wal"):
+        return uri + "&immutable=1"
+    return uri
 
 
 def server_url(url: URL, database: str) -> URL:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..paimon.errors import InvalidNameError
-from ..paimon.names import MAIN_BRANCH, validate_branch_name
+from ..paimon.names import MAIN_BRANCH, UNICODE_PROFILE, validate_branch_name
 from .errors import InvalidLineageArgumentError
 
 #: Longest job, database, table or branch name the store keeps (VARCHAR length).
@@ -46,7 +46,7 @@ def check_branch(value: object) -> str:
     if name == MAIN_BRANCH:
         return name
     try:
-        return validate_branch_name(name)
+        return validate_branch_name(name, UNICODE_PROFILE)  # a reference: the table's ops apply its profile
     except InvalidNameError as err:
         raise InvalidLineageArgumentError(str(err)) from None
 

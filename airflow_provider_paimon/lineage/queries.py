@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from .store import LineageStore
 
 Direction = Literal["upstream", "downstream"]
-#: ``job -> bool``: whether a job's lineage may be shown (None: every job).
+#: ``job -> bool``: whether a job's lineage may be shown (None: every job). A filter
+#: that also has ``where(column)`` (``job_visibility.JobsOfDags``) is applied in SQL
+#: too, so hidden rows count against no budget (``_visible_rows``).
 JobFilter = Callable[[str], bool]
 #: Deepest walk allowed (a guard against cycles and mistakes, not a real-world need).
 MAX_DEPTH = 100
@@ -200,6 +202,13 @@ def _hop_query(direction: Direction, onwards: bool) -> sa.Select:
     )
 
 
+def _visible_rows(job_filter: JobFilter | None, column: sa.ColumnElement) -> list[sa.ColumnElement[bool]]:
+    """The SQL condition of a filter that has one (``where``), so the database leaves hidden
+    jobs' rows out and row/node budgets, ``truncated`` and paging see only visible ones."""
+    where = getattr(job_filter, "where", None)
+    return [] if where is None else [where(column)]
+
+
 def _stored_id(value: object) -> int | str:
     """An id as stored: an integer, or (a foreign tool wrote text into BIGINT) the text itself.
 
@@ -319,6 +328,7 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
         found: dict[tuple, tuple] = {}
         try:
             for stmt, params in batches(onwards and first):
+                stmt = stmt.where(*_visible_rows(job_filter, stmt.selected_columns.job))
                 rows = _fetch(conn, stmt, {**params, "lim": rows_left + 1}, deadline)
                 over = len(rows) > rows_left
                 rows_left -= min(len(rows), rows_left)
@@ -349,6 +359,7 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
     # Depth reached with snapshots not followed: is there anything beyond them?
     try:
         for stmt, params in batches(False):
+            stmt = stmt.where(*_visible_rows(job_filter, stmt.selected_columns.job))
             if _fetch(conn, stmt, {**params, "lim": 1}, deadline):
                 return best, "depth"
     except _OutOfTime:
@@ -479,8 +490,11 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _edge_conds(t: sa.Table, conds: dict[str, str], contains: str | None) -> list:
-    where = [t.c[k] == v for k, v in conds.items()]
+def _edge_conds(t: sa.Table, conds: dict[str, str], contains: str | None,
+                job_filter: JobFilter | None = None, after: str | None = None) -> list:
+    where = [t.c[k] == v for k, v in conds.items()] + _visible_rows(job_filter, t.c.job)
+    if after is not None:
+        where.append(t.c.job > after)
     if contains is not None:
         pattern = _like_pattern(contains)
         where.append(sa.or_(sa.func.lower(t.c.job).like(pattern, escape="\\"),
@@ -497,18 +511,24 @@ def table_graph(
     budget: Budget | None = None,
     contains: str | None = None,
     max_jobs: int | None = None,
+    after: str | None = None,
+    job_filter: JobFilter | None = None,
 ) -> TableGraph:
     """The table-level graph, optionally narrowed to one job, database or table.
 
     ``contains`` keeps the edges whose job or ``database.table`` contains that text
     (case-insensitive; the page's search). ``max_jobs`` keeps the edges of the first
     that many jobs by name (a page cannot draw 50,000 jobs; a whole job's edges are
-    kept, so its reads and writes stay together); more jobs is ``truncated``. At most
+    kept, so its reads and writes stay together); more jobs is ``truncated``. ``after``
+    starts after that job name (the next page: the last job of this one). At most
     ``budget.max_rows`` edges within ``budget.timeout_s``; more is ``truncated``.
+    ``job_filter`` leaves hidden jobs out (in SQL when it can, see ``JobFilter``).
     """
     conds = {k: check_name(k, v) for k, v in (("job", job), ("database", database), ("table", table)) if v is not None}
     if contains is not None:
         contains = check_name("search text", contains)
+    if after is not None:
+        after = check_name("after", after)
     if max_jobs is not None and (isinstance(max_jobs, bool) or not isinstance(max_jobs, int)
                                  or not 1 <= max_jobs <= MAX_ROWS):
         raise InvalidLineageArgumentError(f"max_jobs must be an integer from 1 to {MAX_ROWS}, got {max_jobs!r}")
@@ -521,9 +541,14 @@ def table_graph(
     def first_jobs(conn: sa.Connection) -> tuple[list[str] | None, bool]:
         if max_jobs is None:
             return None, False
-        names = sa.union(*(sa.select(t.c.job).where(*_edge_conds(t, conds, contains)) for _, t in sides)).subquery()
-        stmt = sa.select(names.c.job).order_by(names.c.job).limit(max_jobs + 1)
-        jobs = [r[0] for r in _fetch(conn, stmt, {}, began + budget.timeout_s)]
+        # the first jobs of each side, in the primary key's order (an index range, not a
+        # UNION of every job in the store): the first of both are among them
+        names: set[str] = set()
+        for _, t in sides:
+            stmt = (sa.select(t.c.job).where(*_edge_conds(t, conds, contains, job_filter, after))
+                    .distinct().order_by(t.c.job).limit(max_jobs + 1))
+            names.update(r[0] for r in _fetch(conn, stmt, {}, began + budget.timeout_s))
+        jobs = sorted(names)[:max_jobs + 1]
         return jobs[:max_jobs], len(jobs) > max_jobs
 
     def query(conn: sa.Connection) -> tuple[list[TableEdge], bool]:
@@ -531,7 +556,7 @@ def table_graph(
         try:
             jobs, more_jobs = first_jobs(conn)
             for kind, t in sides:
-                where = _edge_conds(t, conds, contains)
+                where = _edge_conds(t, conds, contains, job_filter, after)
                 groups = [None] if jobs is None else [jobs[i:i + _BATCH] for i in range(0, len(jobs), _BATCH)]
                 for group in groups:
                     room = budget.max_rows - len(edges)
@@ -612,7 +637,8 @@ def table_history(
     src, snk = schema.source_snapshot_lineage, schema.sink_snapshot_lineage
 
     def of_table(t: sa.Table) -> list:
-        where = [t.c.database == start.database, t.c["table"] == start.table, t.c.branch == start.branch]
+        where = [t.c.database == start.database, t.c["table"] == start.table, t.c.branch == start.branch,
+                 *_visible_rows(job_filter, t.c.job)]
         return where + ([] if before is None else [t.c.snapshot_id < before])
 
     def query(conn: sa.Connection) -> tuple[list[HistoryEntry], int | None, str | None]:

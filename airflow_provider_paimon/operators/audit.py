@@ -5,6 +5,10 @@ per partition and runs SQL violation queries on it (``spark/branch/diff.py``). T
 operator checks names and queries before submitting, logs the summary, returns the
 report as XCom and fails the task when a check fails, so a ``ReplaceMainBranchOperator``
 downstream never runs on a branch that did not pass. Nothing is written either way.
+
+Beside the report it stores a bounded summary under a key named after the table
+(``audit_summary.summary_key``): the lineage page's audits panel reads only the asked
+table's summaries instead of decoding every audit report in the metadata database.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.audit_summary import audit_summary, summary_key
 from airflow_provider_paimon.operators.base import (
     PaimonSparkJobOperator,
     optional_int,
@@ -73,6 +78,8 @@ class BranchAuditOperator(PaimonSparkJobOperator):
 
     XCom: the return value is the report (``passed``, ``summary``, ``diff``, ``checks``);
     when a check fails the task fails and the report is pushed under key ``audit``.
+    Either way a summary of at most 8 KB goes under ``paimon_audit:<db.table>`` (for the
+    lineage page).
     """
 
     job_family = "audit"
@@ -135,9 +142,12 @@ class BranchAuditOperator(PaimonSparkJobOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         result = super().execute(context)
-        if result.get("passed", False) or not parse_bool(self.fail_on_check_failure, "fail_on_check_failure", True):
-            return result
         ti = context.get("ti")
+        fails = not result.get("passed", False) and parse_bool(self.fail_on_check_failure, "fail_on_check_failure", True)
+        if ti is not None and isinstance(result, dict) and "diff" in result:
+            ti.xcom_push(key=summary_key(self.table), value=audit_summary(result, self.table, task_failed=fails))
+        if not fails:
+            return result
         if ti is not None:
             ti.xcom_push(key=AUDIT_XCOM_KEY, value=result)
         failed = ", ".join((result.get("checks") or {}).get("failed") or []) or "?"

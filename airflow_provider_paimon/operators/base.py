@@ -44,7 +44,7 @@ from airflow_provider_paimon.operators.run_tagging import (
 )
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
-from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.names import is_main, name_profile, parse_table_name
 from airflow_provider_paimon.paimon.option_values import parse_int
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
 from airflow_provider_paimon.spark.log_level import check_log_level, with_log_level
@@ -257,6 +257,10 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             self._job_hook.on_kill()
 
     # -- helpers for subclasses' checks --
+
+    def name_profile(self, hook: PaimonHook) -> str:
+        """The name profile the table's branch and tag names follow (``paimon.names.name_profile``)."""
+        return name_profile(hook.get_table(self.table))
 
     def require_branch(self, hook: PaimonHook, branch: str | None) -> None:
         if branch is not None and not is_main(branch) and not hook.branch_exists(self.table, branch):

@@ -26,7 +26,11 @@ from airflow_provider_paimon.operators.base import (
     optional_str,
 )
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
-from airflow_provider_paimon.paimon.names import validate_branch_name, validate_tag_name
+from airflow_provider_paimon.paimon.names import (
+    refuse_lookalike,
+    validate_branch_name,
+    validate_tag_name,
+)
 
 BACKUP_KINDS = ("tag", "branch")
 LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
@@ -46,7 +50,7 @@ class _BranchOperator(PaimonSparkJobOperator):
         return ["--branch", self.branch]
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
-        validate_branch_name(self.branch)
+        validate_branch_name(self.branch, self.name_profile(hook))
         self.require_branch(hook, self.branch)
         return None
 
@@ -97,7 +101,7 @@ class BranchCreateOperator(_BranchOperator):
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         if self.if_exists not in IF_EXISTS:  # a templated value, rendered now
             self.fail(f"if_exists must be one of {', '.join(IF_EXISTS)}, got {self.if_exists!r}")
-        validate_branch_name(self.branch)
+        validate_branch_name(self.branch, self.name_profile(hook))
         tag = optional_str(self.tag)
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
         if tag is not None and snapshot_id is not None:
@@ -107,6 +111,7 @@ class BranchCreateOperator(_BranchOperator):
                 return {"command": "create", "table": self.table, "branch": self.branch, "skipped": True,
                         "message": f"branch {self.branch!r} already exists; left as it is"}
             self.fail(f"branch {self.branch!r} already exists on {self.table}")
+        refuse_lookalike("branch", self.branch, hook.list_branches(self.table))
         if tag is not None:
             self.require_tag(hook, tag)
         if snapshot_id is not None:
@@ -150,9 +155,10 @@ class BranchRenameOperator(_BranchOperator):
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         super().check_before_submit(hook)
-        validate_branch_name(self.new_name)
+        validate_branch_name(self.new_name, self.name_profile(hook))
         if hook.branch_exists(self.table, self.new_name):
             self.fail(f"branch {self.new_name!r} already exists on {self.table}")
+        refuse_lookalike("branch", self.new_name, [b for b in hook.list_branches(self.table) if b != self.branch])
         return None
 
     def input_tables(self) -> list[tuple[str, str | None]]:
@@ -272,13 +278,15 @@ class ReplaceMainBranchOperator(ApprovalGateMixin, _LinksLineage):
             # exists by design, and only the job can finish (or no-op) the operation.
             return None
         if self.backup_kind == "tag":
-            validate_tag_name(name)
+            validate_tag_name(name, self.name_profile(hook))
             if hook.tag_exists(self.table, name):
                 self.fail(f"backup tag {name!r} already exists on {self.table}")
+            refuse_lookalike("tag", name, hook.list_tags(self.table))
         else:
-            validate_branch_name(name)
+            validate_branch_name(name, self.name_profile(hook))
             if hook.branch_exists(self.table, name):
                 self.fail(f"backup branch {name!r} already exists on {self.table}")
+            refuse_lookalike("branch", name, hook.list_branches(self.table))
         return None
 
     def input_tables(self) -> list[tuple[str, str | None]]:

@@ -335,7 +335,7 @@ class RollbackOperator(_MaintenanceOperator):
         branch = optional_str(self.branch)
         self.require_branch(hook, branch)
         if tag is not None:
-            validate_tag_name(tag)
+            validate_tag_name(tag, self.name_profile(hook))
             self.require_tag(hook, tag, branch)
         elif snapshot_id is not None:  # exactly one of the two (_target)
             if snapshot_id < 1:

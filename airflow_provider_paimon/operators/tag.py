@@ -25,7 +25,7 @@ from airflow_provider_paimon.operators.base import (
 )
 from airflow_provider_paimon.paimon.durations import parse_duration
 from airflow_provider_paimon.paimon.errors import PaimonError
-from airflow_provider_paimon.paimon.names import is_main, validate_tag_name
+from airflow_provider_paimon.paimon.names import is_main, refuse_lookalike, validate_tag_name
 from airflow_provider_paimon.paimon.tag.run_tag import run_tag_name
 
 
@@ -115,7 +115,7 @@ class TagCreateOperator(_TagOperator):
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         if self.if_exists not in IF_EXISTS:  # a templated value, rendered now
             self.fail(f"if_exists must be one of {', '.join(IF_EXISTS)}, got {self.if_exists!r}")
-        validate_tag_name(self.tag)
+        validate_tag_name(self.tag, self.name_profile(hook))
         time_retained_arg(self.time_retained)  # a bad rendered value fails here
         branch = optional_str(self.branch)
         self.require_branch(hook, branch)
@@ -124,6 +124,7 @@ class TagCreateOperator(_TagOperator):
                 return {"command": "create", "table": self.table, "tag": self.tag, "skipped": True,
                         "message": f"tag {self.tag!r} already exists; left as it is"}
             self.fail(f"tag {self.tag!r} already exists on {self.table}")
+        refuse_lookalike("tag", self.tag, hook.list_tags(self.table, branch))
         snapshot_id = optional_int(self.snapshot_id, "snapshot_id")
         if snapshot_id is not None:
             self.require_snapshot(hook, snapshot_id, branch)
@@ -141,7 +142,7 @@ class TagDeleteOperator(_TagOperator):
         return ["--tag", self.tag, *self._branch_args()]
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
-        validate_tag_name(self.tag)
+        validate_tag_name(self.tag, self.name_profile(hook))
         branch = optional_str(self.branch)
         self.require_branch(hook, branch)
         self.require_tag(hook, self.tag, branch)
@@ -169,8 +170,8 @@ class TagRenameOperator(_TagOperator):
         return ["--tag", self.tag, "--new-name", self.new_name, *self._branch_args()]
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
-        validate_tag_name(self.tag)
-        validate_tag_name(self.new_name)
+        validate_tag_name(self.tag, self.name_profile(hook))
+        validate_tag_name(self.new_name, self.name_profile(hook))
         if self.tag == self.new_name:
             self.fail(f"tag {self.tag!r} cannot be renamed to itself; give a different new_name")
         branch = optional_str(self.branch)
@@ -182,6 +183,7 @@ class TagRenameOperator(_TagOperator):
                 f"tag {self.new_name!r} already exists on {self.table} (snapshot {target['id']}); "
                 "delete it first or choose another new_name"
             )
+        refuse_lookalike("tag", self.new_name, [t for t in hook.list_tags(self.table, branch) if t != self.tag])
         return None
 
 

@@ -8,9 +8,16 @@ Spark, no Airflow, nothing written):
   is a copy of the snapshot, or tagged snapshot, of main or another branch it was made
   from — same id, same ``uuid``/manifest lists);
 * **rows**: every snapshot of every lane, newest first (by id, then lane), cut into
-  pages of at most ``MAX_PAGE_SIZE``: only the page's snapshot files are read, so a
-  table with 10,000 or 1,000,000 snapshots costs one directory listing per lane plus
-  one page of reads. A row gives the commit kind (APPEND, COMPACT, OVERWRITE...),
+  pages of at most ``MAX_PAGE_SIZE``. No snapshot directory is listed: Paimon numbers
+  snapshots ``1, 2, 3...`` and expiry removes them from the oldest up, so a lane's
+  snapshots are the ids from its earliest to its latest (``_lane_range``: the
+  ``LATEST``/``EARLIEST`` hints, checked and corrected with a few existence checks by
+  galloping and bisection), and a page's ids follow by arithmetic. Only the page's
+  snapshot files are read, so a page of a table with 100 or 1,000,000 snapshots costs
+  the same. A snapshot inside the range that is gone when the page reads it (expired
+  meanwhile, or a gap another tool left) is left out of the page, which says so;
+  counts are then upper bounds. A lane without a ``LATEST`` hint (not written by
+  Paimon, pypaimon or this package) is listed once. A row gives the commit kind (APPEND, COMPACT, OVERWRITE...),
   time, schema, record counts, file counts (this commit's added/deleted data files, read
   from its delta manifest list within a time budget), the tags on it, and the Airflow
   run and Spark application that wrote it (``commit_properties``);
@@ -30,9 +37,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from . import fileops
 from .commit_properties import run_of
 from .errors import InvalidArgumentError
-from .snapshots import TableLayout, branch_names, read_snapshot, read_tag, snapshot_ids, tag_names
+from .snapshots import (
+    TableLayout,
+    branch_names,
+    read_hint,
+    read_snapshot,
+    read_tag,
+    snapshot_ids,
+    tag_names,
+)
 
 DEFAULT_PAGE_SIZE = 200
 MAX_PAGE_SIZE = 500
@@ -57,12 +73,15 @@ class _Reader:
     def __init__(self, layout: TableLayout) -> None:
         self.layout = layout
         self._docs: dict[tuple[str, int], dict[str, Any] | None] = {}
+        self.missing: set[tuple[str, int]] = set()
 
     def doc(self, lane: str, sid: int) -> dict[str, Any] | None:
         key = (lane, sid)
         if key not in self._docs:
             try:
                 self._docs[key] = read_snapshot(self.layout, None if lane == MAIN else lane, sid)
+                if self._docs[key] is None:
+                    self.missing.add(key)
             except ValueError:  # not JSON: shown as an unreadable row, never a failed page
                 self._docs[key] = None
         return self._docs[key]
@@ -70,6 +89,99 @@ class _Reader:
     def same(self, lane_a: str, lane_b: str, sid: int) -> bool:
         a = _identity(self.doc(lane_a, sid))
         return a is not None and a == _identity(self.doc(lane_b, sid))
+
+    def exists(self, lane: str, sid: int) -> bool:
+        return sid > 0 and fileops.exists(self.layout.file_io, self.layout.snapshot_path(_branch(lane), sid))
+
+
+def _branch(lane: str) -> str | None:
+    return None if lane == MAIN else lane
+
+
+#: (earliest, latest) snapshot id of a lane; None: no snapshot
+Range = tuple[int, int] | None
+
+
+def _gallop(exists: Any, known: int, step: int) -> int:
+    """From ``known`` (exists) towards ``step``'s sign: the last id that exists before the
+    first that does not (ids present form one contiguous run)."""
+    good, probe, jump = known, known + step, step
+    while probe > 0 and exists(probe):
+        good, jump = probe, jump * 2
+        probe = good + jump
+    bad = probe  # does not exist (or is 0); the edge lies between good and bad
+    while abs(bad - good) > 1:
+        mid = (good + bad) // 2
+        if exists(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _lane_range(reader: _Reader, lane: str) -> Range:
+    """A lane's (earliest, latest) snapshot id without listing its directory.
+
+    Latest: the ``LATEST`` hint, moved up past ids written after it (Paimon writes the
+    hint after the snapshot; a crash in between leaves it behind). Earliest: the
+    ``EARLIEST`` hint (or 1 when there is none, as pypaimon reads it), moved to the
+    first id that exists (expiry deletes from the oldest up and rewrites the hint last).
+    Without a ``LATEST`` hint, or when the hinted snapshot is gone, the directory is
+    listed once (what Paimon Java does too).
+    """
+    layout, br = reader.layout, _branch(lane)
+    hint = read_hint(layout, br, "LATEST")
+    if hint is None or hint < 1 or not reader.exists(lane, hint):
+        ids = snapshot_ids(layout, br)
+        return (ids[0], ids[-1]) if ids else None
+    latest = _gallop(lambda i: reader.exists(lane, i), hint, 1)
+    low = read_hint(layout, br, "EARLIEST")
+    low = 1 if low is None or low < 1 or low > latest else low
+    if reader.exists(lane, low):
+        return _gallop(lambda i: reader.exists(lane, i), low, -1), latest
+    lo, hi = low, latest  # lo does not exist, hi does: bisect for the first that does
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reader.exists(lane, mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, latest
+
+
+def _count(rng: Range, at_least: int = 1) -> int:
+    """Ids of ``rng`` that are ``>= at_least``."""
+    if rng is None or rng[1] < at_least:
+        return 0
+    return rng[1] - max(rng[0], at_least) + 1
+
+
+def _page_order(ranges: list[Range], start: int, size: int) -> list[tuple[int, int]]:
+    """Rows ``start .. start+size-1`` of the history as (snapshot id, lane index), newest
+    first and, for one id, the higher lane index first: by arithmetic on the ranges."""
+    present = [r for r in ranges if r is not None]
+    if not present:
+        return []
+    lo, hi = min(r[0] for r in present), max(r[1] for r in present)
+    # the largest id whose rows reach past row ``start``: sum(count(>= id)) > start
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(_count(r, mid) for r in ranges) > start:
+            lo = mid
+        else:
+            hi = mid - 1
+    sid, skip = lo, start - sum(_count(r, lo + 1) for r in ranges)
+    out: list[tuple[int, int]] = []
+    while len(out) < size and sid > 0:
+        lanes = [i for i in reversed(range(len(ranges))) if (r := ranges[i]) is not None and r[0] <= sid <= r[1]]
+        for index in lanes[skip:]:
+            out.append((sid, index))
+            if len(out) == size:
+                break
+        skip = 0
+        below = [min(r[1], sid - 1) for r in ranges if r is not None and r[0] <= sid - 1]
+        sid = max(below) if below else 0
+    return out
 
 
 def _check_page(page: Any, page_size: Any) -> tuple[int, int]:
@@ -95,11 +207,11 @@ def _tags(layout: TableLayout, lane: str) -> tuple[list[dict[str, Any]], bool]:
     return [t for t in out if t], len(names) > MAX_TAGS
 
 
-def _branch_point(reader: _Reader, lane: str, ids: list[int], lanes: list[str], tags: list[dict]) -> dict | None:
+def _branch_point(reader: _Reader, lane: str, rng: Range, lanes: list[str], tags: list[dict]) -> dict | None:
     """Where ``lane`` started: the lane (main first) holding a copy of its first snapshot."""
-    if not ids:
+    if rng is None:
         return {"lane": None, "snapshot_id": None, "tag": None, "empty": True}
-    first = ids[0]
+    first = rng[0]
     tag = next((t["name"] for t in tags if t["snapshot_id"] == first), None)
     for other in [MAIN, *[x for x in lanes if x not in (MAIN, lane)]]:
         if reader.same(other, lane, first):
@@ -107,9 +219,11 @@ def _branch_point(reader: _Reader, lane: str, ids: list[int], lanes: list[str], 
     return None  # made from a snapshot that has since expired, or first written empty
 
 
-def _fast_forward(reader: _Reader, lane: str, ids: list[int], main_ids: set[int]) -> int | None:
+def _fast_forward(reader: _Reader, lane: str, rng: Range, main: Range) -> int | None:
     """The highest main snapshot above the branch point that is a copy of ``lane``'s (bisection)."""
-    shared = [i for i in ids[1:] if i in main_ids]
+    if rng is None or main is None:
+        return None
+    shared = range(max(rng[0] + 1, main[0]), min(rng[1], main[1]) + 1)
     lo, hi, found = 0, len(shared) - 1, None
     while lo <= hi:  # copies form a prefix of the shared ids: same, same, ..., different, ...
         mid = (lo + hi) // 2
@@ -197,40 +311,42 @@ def table_history(
         reasons.append(f"{len(branches)} branches: only the first {MAX_LANES - 1} by name are drawn")
         branches = branches[: MAX_LANES - 1]
     names = [MAIN, *branches]
-    ids = {lane: snapshot_ids(layout, None if lane == MAIN else lane) for lane in names}
+    ranges = {lane: _lane_range(reader, lane) for lane in names}
     tags: dict[str, list[dict]] = {}
     for lane in names:
         tags[lane], cut = _tags(layout, lane)
         if cut:
             reasons.append(f"lane {lane!r} has more than {MAX_TAGS} tags: the first {MAX_TAGS} by name are shown")
-    main_ids = set(ids[MAIN])
     lanes = []
     for index, lane in enumerate(names):
-        lane_ids = ids[lane]
+        rng = ranges[lane]
         info: dict[str, Any] = {
-            "name": lane, "index": index, "snapshot_count": len(lane_ids),
-            "earliest": lane_ids[0] if lane_ids else None, "latest": lane_ids[-1] if lane_ids else None,
+            "name": lane, "index": index, "snapshot_count": _count(rng),
+            "earliest": rng[0] if rng else None, "latest": rng[1] if rng else None,
             "tags": tags[lane], "branch_point": None, "fast_forwarded_at": None,
             "backup": lane.startswith(BACKUP_PREFIX),
         }
         if lane != MAIN:
-            info["branch_point"] = _branch_point(reader, lane, lane_ids, names, tags[lane])
-            info["fast_forwarded_at"] = _fast_forward(reader, lane, lane_ids, main_ids)
+            info["branch_point"] = _branch_point(reader, lane, rng, names, tags[lane])
+            info["fast_forwarded_at"] = _fast_forward(reader, lane, rng, ranges[MAIN])
         lanes.append(info)
     by_name = {lane["name"]: lane for lane in lanes}
 
     # newest first; for one id, branches above main (a branch's first row sits on its fork)
-    order = sorted(((sid, i) for i, lane in enumerate(names) for sid in ids[lane]), reverse=True)
-    total = len(order)
+    total = sum(_count(ranges[lane]) for lane in names)
     pages = max(1, -(-total // page_size))
     if page >= pages:
         raise InvalidArgumentError(f"page {page} does not exist: the history has {pages} page(s) of {page_size}")
     rows = []
     deltas: list[tuple[str, Any] | None] = []
     kinds: dict[str, int] = {}
-    for sid, index in order[page * page_size:(page + 1) * page_size]:
+    gone = 0
+    for sid, index in _page_order([ranges[lane] for lane in names], page * page_size, page_size):
         lane = names[index]
         doc = reader.doc(lane, sid)
+        if (lane, sid) in reader.missing:
+            gone += 1
+            continue
         row = _row(lane, sid, doc, tags[lane])
         info = by_name[lane]
         if lane != MAIN:
@@ -254,6 +370,9 @@ def table_history(
         meta = doc or {}
         delta = meta.get("deltaManifestList")
         deltas.append((str(delta), meta.get("deltaManifestListSize")) if delta else None)
+    if gone:
+        reasons.append(f"{gone} snapshot(s) of this page were gone when it was read (expired meanwhile, or a "
+                       "gap in the ids): not shown; counts are upper bounds")
     files_cut = _add_file_counts(table, rows, deltas) if file_counts else False
     if files_cut:
         reasons.append(f"file counts stopped after {FILE_COUNT_BUDGET_S:g} s: later rows show none")
@@ -265,7 +384,7 @@ def table_history(
         "pages": pages,
         "total_rows": total,
         "summary": {
-            "snapshots": {lane: len(ids[lane]) for lane in names},
+            "snapshots": {lane: _count(ranges[lane]) for lane in names},
             "branches": len(names) - 1,
             "tags": sum(len(t) for t in tags.values()),
             "kinds_on_page": kinds,

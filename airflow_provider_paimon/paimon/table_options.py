@@ -224,9 +224,12 @@ JAVA_FALLBACK_KEYS = frozenset({
     "snapshot.expire.clean-empty-directories", "write.compaction-skip"
 })
 #: Table options this package reads itself (from a table's options, like Paimon's):
-#: ``spark.fast-append-write`` (``spark/datasource/fast_append.py``) and the time bound
-#: of the expiry after each commit (``paimon/maintenance/after_commit.py``).
-PACKAGE_TABLE_OPTION_KEYS = frozenset({"spark.fast-append-write", "snapshot.expire.execution-time-bound"})
+#: ``spark.fast-append-write`` (``spark/datasource/fast_append.py``), the time bound
+#: of the expiry after each commit (``paimon/maintenance/after_commit.py``) and the
+#: table's branch/tag name profile (``paimon/names.py``, ``NAME_PROFILE_OPTION``).
+PACKAGE_TABLE_OPTION_KEYS = frozenset(
+    {"spark.fast-append-write", "snapshot.expire.execution-time-bound", "airflow-paimon.name-profile"}
+)
 #: Documented prefixes of table options (Paimon Java's docs and ``FileFormat``).
 FIELDS_PREFIX = "fields."
 FILE_INDEX_PREFIX = "file-index."

@@ -1,17 +1,19 @@
 """Branch audits for the lineage page: the XCom reports of audit tasks, read from Airflow.
 
 ``BranchAuditOperator`` and ``CascadeAuditOperator`` (operators/audit.py, cascade.py)
-leave their report in XCom: the return value when the audit passed (or
-``fail_on_check_failure`` is off), key ``audit`` when a check failed and the task
-failed. The page shows, per table, the newest of them: rows added and removed per
-partition between the branch and its base, so whoever publishes a branch sees what it
-would change.
+leave their report in XCom (the return value, or key ``audit`` when a check failed the
+task) and, beside it, a summary of at most 8 KB under a key named after the table
+(``operators/audit_summary.py``: ``paimon_audit:<db.table>``). The page shows, per
+table, the newest summaries: rows added and removed per partition between the branch
+and its base, so whoever publishes a branch sees what it would change.
 
-Bounded whatever the metadata database holds: at most ``MAX_SCAN`` newest audit XComs
-are read per request (then filtered by table in Python: the table is inside the JSON
-value, which the databases do not query alike), at most ``MAX_PARTITIONS`` partitions
-and ``MAX_TEXT`` characters per text are returned. Every value is returned as plain
-JSON text or numbers (an XCom may hold anything a task pushed); the page escapes it.
+Bounded whatever the metadata database holds: a request reads the asked table's
+summaries only (one query on Airflow's index of the XCom key, the user's DAGs, newest
+first): at most ``limit`` of them, or ``MAX_SCAN`` when filtering by branch (the branch
+is inside the value); never another table's report. At most ``MAX_PARTITIONS``
+partitions and ``MAX_TEXT`` characters per text are returned. Every value is returned
+as plain JSON text or numbers (an XCom may hold anything a task pushed); the page
+escapes it. Reports of audits run before the summary existed are not listed.
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..operators.audit_summary import bounded_text as _text
+from ..operators.audit_summary import int_or_none as _int
+from ..operators.audit_summary import partition_text as _partition
+from ..operators.audit_summary import summary_key
+
 #: Operators whose XComs are audit reports (``TaskInstance.operator``: the class name).
 AUDIT_OPERATORS = ("BranchAuditOperator", "CascadeAuditOperator")
-#: XCom keys of a report: passed (return value) or failed (operators/audit.py AUDIT_XCOM_KEY).
-AUDIT_KEYS = ("return_value", "audit")
-MAX_SCAN = 500
+#: Summaries of one table read per request when filtering by branch.
+MAX_SCAN = 200
 MAX_LIMIT = 100
 MAX_PARTITIONS = 20
 MAX_TEXT = 500
@@ -55,24 +61,6 @@ def check_table(table: str | None) -> str:
     if len(name) > 500 or not _TABLE.match(name):
         raise ValueError(f"table must be 'database.table' (one dot, no spaces), got {name[:80]!r}")
     return name.lower()
-
-
-def _text(value: Any, limit: int = MAX_TEXT) -> str | None:
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _partition(value: Any) -> str | None:
-    """``{"dt": "2024-01-01", "h": 3}`` -> ``dt=2024-01-01/h=3`` (as Paimon names partitions)."""
-    if isinstance(value, dict):
-        value = "/".join(f"{k}={v}" for k, v in value.items()) or "(unpartitioned)"
-    return _text(value, 200)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def decode(value: Any) -> Any:
@@ -105,7 +93,7 @@ def audit_entry(row: AuditRow) -> dict[str, Any] | None:
         "branch": _text(report.get("branch") or diff.get("branch"), 200),
         "base": _text(report.get("base") or diff.get("base"), 200),
         "passed": report.get("passed") is True,
-        "task_failed": row.key != "return_value",
+        "task_failed": report.get("task_failed") is True,
         "summary": _text(report.get("summary")),
         "added": _int(diff.get("added")),
         "removed": _int(diff.get("removed")),
@@ -136,8 +124,12 @@ def select_audits(rows: Iterable[AuditRow], table: str, branch: str | None, limi
     return found
 
 
-def read_audit_rows(session: Any, dag_ids: set[str] | None, scan: int = MAX_SCAN) -> list[AuditRow]:
-    """The newest ``scan`` audit XComs of ``dag_ids`` (None: every DAG) from Airflow's metadata DB."""
+def read_audit_rows(session: Any, table: str, dag_ids: set[str] | None, scan: int) -> list[AuditRow]:
+    """The newest ``scan`` audit summaries of ``table`` in ``dag_ids`` (None: every DAG).
+
+    One query on the XCom key (``summary_key(table)``, which Airflow indexes): no other
+    table's XCom is read, let alone decoded.
+    """
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
     from sqlalchemy import and_, select
@@ -150,7 +142,7 @@ def read_audit_rows(session: Any, dag_ids: set[str] | None, scan: int = MAX_SCAN
         .join(TaskInstance, and_(TaskInstance.dag_id == XComModel.dag_id, TaskInstance.task_id == XComModel.task_id,
                                  TaskInstance.run_id == XComModel.run_id,
                                  TaskInstance.map_index == XComModel.map_index))
-        .where(TaskInstance.operator.in_(AUDIT_OPERATORS), XComModel.key.in_(AUDIT_KEYS))
+        .where(XComModel.key == summary_key(table), TaskInstance.operator.in_(AUDIT_OPERATORS))
         .order_by(XComModel.timestamp.desc())
         .limit(scan)
     )
@@ -159,16 +151,21 @@ def read_audit_rows(session: Any, dag_ids: set[str] | None, scan: int = MAX_SCAN
     return [AuditRow(*row) for row in session.execute(stmt)]
 
 
-def audits_answer(rows: list[AuditRow], table: str, branch: str | None, limit: int,
-                  scan: int = MAX_SCAN) -> dict[str, Any]:
+def scan_size(branch: str | None, limit: int) -> int:
+    """How many of the table's summaries a request reads: ``limit``, or ``MAX_SCAN`` to find a branch's."""
+    return limit if branch is None else max(limit, MAX_SCAN)
+
+
+def audits_answer(rows: list[AuditRow], table: str, branch: str | None, limit: int) -> dict[str, Any]:
     """The endpoint's answer: the table's newest reports; ``truncated`` when the scan hit its bound."""
+    scan = scan_size(branch, limit)
     audits = select_audits(rows, table, branch, limit)
-    cut = len(rows) >= scan and len(audits) < limit
+    cut = branch is not None and len(rows) >= scan and len(audits) < limit
     return {
         "table": table,
         "branch": branch,
         "audits": audits,
         "truncated": cut,
-        "truncated_reason": (f"only the newest {scan} audit results of the DAGs you may read were searched"
-                             if cut else None),
+        "truncated_reason": (f"only the newest {scan} audits of {table} in the DAGs you may read were searched "
+                             f"for branch {branch!r}" if cut else None),
     }

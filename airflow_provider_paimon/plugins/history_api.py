@@ -30,6 +30,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query
 from ..lineage.queries import JobFilter
 from ..paimon.errors import InvalidArgumentError, PaimonError, TableNotFoundError
 from ..paimon.history import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, table_history
+from ..paimon.names import check_table_identifier
 from .protected_app import everyone, protected_app
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,10 @@ def create_history_app(
         page: int = Query(0, ge=0),
         page_size: int = Query(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE),
     ) -> dict:
+        try:  # before the catalog: it fails on the file system, naming the path
+            check_table_identifier(database, table)
+        except InvalidArgumentError as err:
+            raise HTTPException(status_code=400, detail=str(err)) from None
         src = source()
         try:
             tbl = src.get_table(f"{database}.{table}")
@@ -115,7 +120,7 @@ def create_history_app(
             raise HTTPException(status_code=400, detail=str(err)) from None
         except PaimonError as err:
             raise HTTPException(status_code=503, detail=str(err)) from None
-        except OSError as err:  # storage errors may carry URIs: name the kind only
+        except (OSError, RuntimeError) as err:  # storage/pypaimon errors may carry URIs: name the kind only
             log.warning("reading the history of %s.%s failed: %s", database, table, type(err).__name__)
             raise HTTPException(status_code=503, detail=f"the table's files cannot be read ({type(err).__name__})") from None
         result["table"] = {"database": database, "table": table}

@@ -10,10 +10,11 @@ jobs the user may see (None: all); lineage of other jobs is left out of every an
 Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
 
 * ``/``                                         the page (HTML)
-* ``/api/graph?job=&database=&table=&q=&max_jobs=``
-                                                table lineage graph: jobs, tables, edges
-                                                (``q``: search text; ``max_jobs``: the
-                                                first jobs by name, what the page draws)
+* ``/api/graph?job=&database=&table=&q=&max_jobs=500&after=``
+                                                table lineage graph: jobs, tables, edges,
+                                                one page of at most ``max_jobs`` jobs by
+                                                name (``q``: search text; ``after``: the
+                                                page after that job, ``next_after``)
 * ``/api/history/{database}/{table}?branch=&before=&limit=``
                                                 a table's snapshots, newest first, with
                                                 the barriers that wrote and the jobs that
@@ -62,6 +63,8 @@ from .protected_app import everyone, protected_app
 
 log = logging.getLogger(__name__)
 
+#: Jobs in one page of the graph when the request does not say (the page asks for 500 too).
+DEFAULT_GRAPH_JOBS = 500
 #: Returns the store to read; the caller owns it (keeps one per store, closes it).
 StoreFactory = Callable[[], LineageStore]
 #: ``(table, branch, limit) -> answer`` (``audits.audits_answer``), given per request.
@@ -122,21 +125,26 @@ def create_app(
         database: str | None = None,
         table: str | None = None,
         q: str | None = None,
-        max_jobs: int | None = Query(None, ge=1, le=MAX_ROWS),
+        max_jobs: int = Query(DEFAULT_GRAPH_JOBS, ge=1, le=MAX_ROWS),
+        after: str | None = Query(None, max_length=1000),
     ) -> dict:
         def run(store: LineageStore) -> dict:
-            g = table_graph(store, job=job, database=database, table=table, contains=q, max_jobs=max_jobs)
+            g = table_graph(store, job=job, database=database, table=table, contains=q, max_jobs=max_jobs,
+                            after=after, job_filter=visible)
             if visible is not None:
                 g = TableGraph([e for e in g.edges if visible(e.job)], g.truncated)
             tables = sorted({(e.database, e.table, e.branch) for e in g.edges})
-            limits = f"more than {max_jobs} jobs or {MAX_ROWS} edges" if max_jobs else f"more than {MAX_ROWS} edges"
+            jobs = g.jobs
+            first = "the first jobs by name" + (f" after {after!r}" if after else "")
             return {
-                "jobs": g.jobs,
+                "jobs": jobs,
                 "tables": [{"database": d, "table": t, "branch": b} for d, t, b in tables],
                 "edges": [asdict(e) for e in g.edges],
                 "truncated": g.truncated,
-                "truncated_reason": (f"{limits} (or {TIMEOUT_S:g} s): showing the first jobs by name; "
-                                     "search, or filter by job, database or table") if g.truncated else None,
+                "truncated_reason": (f"more than {max_jobs} jobs or {MAX_ROWS} edges (or {TIMEOUT_S:g} s): showing "
+                                     f"{first}; ask for the next page with after=next_after, search, or filter by "
+                                     "job, database or table") if g.truncated else None,
+                "next_after": jobs[-1] if g.truncated and jobs else None,
             }
 
         return with_store(run)

@@ -25,7 +25,7 @@ from airflow.plugins_manager import AirflowPlugin
 from ..lineage import LineageStore
 from ..lineage.errors import LineageError, LineageStoreUnavailableError
 from ..lineage.url import DEFAULT_DATABASE, default_url, parse_url
-from .audits import audits_answer, read_audit_rows
+from .audits import audits_answer, read_audit_rows, scan_size
 from .history_plugin import HISTORY_VIEW, history_app
 from .lineage_api import create_app
 from .permissions import dag_access, job_filter_for, job_visibility_dependency
@@ -132,7 +132,7 @@ def _audit_reader_dependency() -> Callable[..., Any]:
 
             with create_session() as session:
                 can_read_all, readable, _known = dag_access(user, session)
-                rows = read_audit_rows(session, None if can_read_all else readable)
+                rows = read_audit_rows(session, table, None if can_read_all else readable, scan_size(branch, limit))
             return audits_answer(rows, table, branch, limit)
 
         return read

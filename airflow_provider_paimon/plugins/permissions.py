@@ -9,31 +9,21 @@ audits panel reads only readable DAGs' XComs, all by this one rule.
 from collections.abc import Callable
 from typing import Any
 
+from ..lineage.job_visibility import JobsOfDags
+
 __all__ = ["dag_access", "job_filter_for", "job_visibility_dependency"]
 
 
-def _dag_of(job: str, dag_ids: set[str]) -> str | None:
-    """The DAG a ``{dag_id}.{task_id}`` job belongs to: its longest dotted prefix that is a DAG."""
-    if job in dag_ids:
-        return job
-    cut = job.rfind(".")
-    while cut > 0:
-        if job[:cut] in dag_ids:
-            return job[:cut]
-        cut = job.rfind(".", 0, cut)
-    return None
+def job_filter_for(can_read_all: bool, readable: set[str], known: set[str]) -> JobsOfDags | None:
+    """None (everything) for a user who reads every DAG; else: jobs of DAGs they may read.
 
-
-def job_filter_for(can_read_all: bool, readable: set[str], known: set[str]) -> Callable[[str], bool] | None:
-    """None (everything) for a user who reads every DAG; else: jobs of DAGs they may read."""
+    The filter is also a SQL condition (``JobsOfDags.where``): the lineage queries leave
+    hidden jobs out in the database, so their budgets (and ``truncated``) count only
+    what the user may see.
+    """
     if can_read_all:
         return None
-
-    def visible(job: str) -> bool:
-        dag = _dag_of(job, known)
-        return dag is not None and dag in readable
-
-    return visible
+    return JobsOfDags(readable, known)
 
 
 def dag_access(user: Any, session: Any) -> tuple[bool, set[str], set[str]]:

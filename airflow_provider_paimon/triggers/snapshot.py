@@ -45,7 +45,12 @@ from asgiref.sync import sync_to_async
 from airflow_provider_paimon.operators.templated_secrets import trigger_secret_problems
 from airflow_provider_paimon.paimon.consumers import validate_consumer_id
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-from airflow_provider_paimon.paimon.names import is_main, parse_table_name, validate_branch_name
+from airflow_provider_paimon.paimon.names import (
+    UNICODE_PROFILE,
+    is_main,
+    parse_table_name,
+    validate_branch_name,
+)
 from airflow_provider_paimon.paimon.snapshot_feed import (
     DEFAULT_BATCH,
     FeedPage,
@@ -278,7 +283,7 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
             )
         validate_consumer_id(consumer_id)
         if not is_main(branch):
-            validate_branch_name(str(branch))
+            validate_branch_name(str(branch), UNICODE_PROFILE)  # a reference: the table's ops apply its profile
         kinds = validate_commit_kinds(commit_kinds)
         try:
             interval = float(poll_interval)

@@ -7,6 +7,8 @@ main..fix is +2 rows (ids 3 and 4 in 2026-11-01) and -3 rows (2026-11-02).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import structlog
 from conftest import SECRET
@@ -15,6 +17,11 @@ from airflow_provider_paimon.operators.audit import (
     AUDIT_XCOM_KEY,
     BranchAuditOperator,
     PaimonAuditFailedError,
+)
+from airflow_provider_paimon.operators.audit_summary import (
+    MAX_SUMMARY_BYTES,
+    audit_summary,
+    summary_key,
 )
 from airflow_provider_paimon.operators.base import PaimonPreflightError
 
@@ -57,6 +64,28 @@ def test_audit_fails_the_task_on_a_failed_check_and_changes_nothing(wh):
     assert checks["no_new_ids"]["violations"] == 2
     assert sorted(r["id"] for r in checks["no_new_ids"]["sample"]) == [3, 4]
     assert "nothing was changed" in str(err.value)
+    # beside the report, a bounded summary under the table's key: what the lineage page reads
+    summary = ti.pushed[summary_key("db.events")]
+    assert summary_key("DB.Events") == "paimon_audit:db.events"
+    assert summary["task_failed"] is True and summary["passed"] is False and summary["branch"] == "fix"
+    assert summary["diff"]["partitions"] == [{"partition": "dt=2026-11-02", "added": 0, "removed": 3},
+                                             {"partition": "dt=2026-11-01", "added": 2, "removed": 0}]
+    assert summary["checks"] == {"failed": ["no_new_ids"]} and "sample" not in str(summary)
+    assert len(json.dumps(summary).encode()) <= MAX_SUMMARY_BYTES
     logged = " ".join(str(e.get("event", "")) for e in logs)
     assert SECRET not in logged and SECRET not in str(result) and SECRET not in str(err.value)
     assert wh.files() == before
+
+
+def test_audit_summary_stays_within_its_byte_bound():
+    """A report with huge texts, many partitions and failed checks: the summary keeps under 8 KB."""
+    report = {
+        "table": "db.t", "branch": "fix", "base": "main", "passed": False, "summary": "s" * 10_000,
+        "diff": {"added": 5, "removed": 1, "changed_partitions": 5000, "total_partitions": 9000,
+                 "partitions": [{"partition": {"dt": "x" * 300, "h": i}, "added": i, "removed": 0} for i in range(5000)]},
+        "checks": {"failed": ["\u00e9" * 400] * 500, "checks": [{"sample": ["row"] * 10_000}]},
+    }
+    summary = audit_summary(report, "db.t", task_failed=True)
+    assert len(json.dumps(summary, ensure_ascii=False).encode()) <= MAX_SUMMARY_BYTES
+    assert summary["diff"]["truncated"] is True and summary["diff"]["changed_partitions"] == 5000
+    assert summary["summary"].endswith("…") and len(summary["summary"]) == 500

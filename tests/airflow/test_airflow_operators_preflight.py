@@ -66,6 +66,20 @@ CASES = [
     (CompactionOperator, dict(table="db.events", where="1=1; DROP TABLE db.events"), "semicolon"),
     (CompactionOperator, dict(table="db.events", where="v = 'r1'"), "'v' is not a partition column.*partition columns: dt"),
     (CompactionOperator, dict(table="db.events", where="dt = '2026-11-01' -- x"), "comments are not allowed"),
+    (CompactionOperator, dict(table="db.events", where="(" * 2000 + "dt = '2026-11-01'" + ")" * 2000),
+     "more than 50 deep"),
+    # names: invisible characters, the name profile, look-alikes of existing names
+    (BranchCreateOperator, dict(table="db.events", branch="m\u034fain"), "invisible character U\\+034F"),
+    (BranchCreateOperator, dict(table="db.events", branch="fi\u034fx"), "invisible character U\\+034F"),
+    (BranchCreateOperator, dict(table="db.events", branch="m\u1d00in"), "looks like 'main'"),
+    (BranchCreateOperator, dict(table="db.events", branch="correção"), "default name profile does not allow"),
+    (BranchCreateOperator, dict(table="db.events", branch="Fix"), "looks like the existing branch 'fix'"),
+    (BranchRenameOperator, dict(table="db.events", branch="fix", new_name="mai\u0307n"), "looks like 'main'"),
+    (ReplaceMainBranchOperator, dict(table="db.events", branch="fix", backup_name="FIX", backup_kind="branch"),
+     "looks like the existing branch 'fix'"),
+    (TagCreateOperator, dict(table="db.events", tag="T1"), "looks like the existing tag 't1'"),
+    (TagCreateOperator, dict(table="db.events", tag="t\ufe0f"), "invisible character U\\+FE0F"),
+    (TagDeleteOperator, dict(table="db.events", tag="MA\u0130N"), "U\\+0130 .* default name profile"),
 ]
 
 

@@ -99,6 +99,7 @@ def test_where_and_partition_select_partitions(spark, warehouse, capsys):
         (["--table", "db.t", "--where", "p IN (SELECT p FROM db.t)"], "subqueries are not allowed"),
         (["--table", "db.t", "--where", "1=1; DROP TABLE db.t"], "semicolon"),
         (["--table", "db.t", "--where", "v = 'x'"], "'v' is not a partition column (partition columns: p)"),
+        (["--table", "db.t", "--where", "(" * 2000 + "p = 'a'" + ")" * 2000], "more than 50 deep"),
         (["--table", "db.t", "--max-retries", "-1"], "must not be negative"),
         (["--table", "db.pk"], "compaction of primary-key tables is not supported by this job"),
     ],

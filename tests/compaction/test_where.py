@@ -84,6 +84,10 @@ def test_selection_details():
         ("dt > DATE '2026-13-01'", "DATE '2026-13-01' is not a valid DATE for dt"),
         ("ok = 3", "3 is not a valid BOOLEAN for ok"),
         ("hr = " + "1" * 20000, "longer than 10000 characters"),
+        # nesting that used to end in a RecursionError (exit 1, retried): refused as input
+        ("(" * 2000 + "hr = 1" + ")" * 2000, "nests parentheses and NOTs more than 50 deep (at character 51)"),
+        ("NOT " * 2000 + "hr = 1", "nests parentheses and NOTs more than 50 deep"),
+        ("(NOT " * 1000 + "hr = 1" + ")" * 1000, "nests parentheses and NOTs more than 50 deep"),
     ],
 )
 def test_everything_else_is_refused_with_a_clear_message(where, problem):
@@ -93,6 +97,11 @@ def test_everything_else_is_refused_with_a_clear_message(where, problem):
     assert problem in message
     assert "partition columns with literals" in message  # says what is accepted
     assert len(message) < 1000
+
+
+def test_fifty_levels_of_nesting_still_parse():
+    where = "(" * 25 + "NOT " * 25 + "hr = 1" + ")" * 25
+    assert len(selected(where)) == 6
 
 
 def test_blank_and_unpartitioned():

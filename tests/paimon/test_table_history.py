@@ -156,3 +156,61 @@ def test_hostile_and_broken_files_do_not_fail_the_page(tmp_path):
     rows = _rows(table_history(t))
     assert rows[("main", 2)]["readable"] is False and rows[("main", 1)]["readable"] is True
     assert hostile in [lane["name"] for lane in table_history(t)["lanes"]]
+
+
+def _reference_order(warehouse: str, lanes: list[str]) -> list[tuple[str, int]]:
+    """The rows' order as the listing of every snapshot directory gives it (the old way)."""
+    d = table_dir(warehouse)
+    out = []
+    for index, lane in enumerate(lanes):
+        folder = f"{d}/snapshot" if lane == "main" else f"{d}/branch/branch-{lane}/snapshot"
+        out += [(int(n.split("-")[1]), index, lane) for n in os.listdir(folder) if n.startswith("snapshot-")]
+    return [(lane, sid) for sid, _i, lane in sorted(out, reverse=True)]
+
+
+def test_pages_are_computed_without_listing_snapshot_directories(tmp_path, monkeypatch):
+    from airflow_provider_paimon.paimon import fileops
+
+    wh = str(tmp_path)
+    _catalog, t = history_scenario(wh)
+    lanes = [lane["name"] for lane in table_history(t)["lanes"]]
+    expected = _reference_order(wh, lanes)
+    listed = []
+    real = fileops.list_names
+    monkeypatch.setattr(fileops, "list_names", lambda io, path: listed.append(path) or real(io, path))
+    got = []
+    for page in range(5):
+        got += [(r["lane"], r["snapshot_id"]) for r in table_history(t, page=page, page_size=3)["rows"]]
+    assert got == expected
+    # a lane is listed only when it has no LATEST hint (a branch made from a tag and never
+    # written, as Paimon Java makes it too): here the backup branch, one file
+    listed_lanes = {p for p in listed if p.endswith("/snapshot")}
+    assert listed_lanes == {f"{table_dir(wh)}/branch/branch-bk/snapshot"}, listed_lanes
+
+
+def test_expired_snapshots_stale_hints_and_gaps(tmp_path):
+    wh = str(tmp_path)
+    _catalog, t = make_table(wh)
+    make_many_snapshots(t, wh, 300)
+    d = table_dir(wh)
+    # expiry removed 1..99 (Paimon deletes from the oldest up) and left EARLIEST at 50
+    for sid in range(1, 100):
+        os.remove(f"{d}/snapshot/snapshot-{sid}")
+    Path(f"{d}/snapshot/EARLIEST").write_text("50")
+    # two commits landed after the LATEST hint was written
+    doc = json.loads(Path(f"{d}/snapshot/snapshot-300").read_text())
+    for sid in (301, 302):
+        Path(f"{d}/snapshot/snapshot-{sid}").write_text(json.dumps(dict(doc, id=sid, uuid=f"u-{sid}")))
+    h = table_history(t, page_size=100)
+    main = h["lanes"][0]
+    assert (main["earliest"], main["latest"], main["snapshot_count"]) == (100, 302, 203)
+    assert h["total_rows"] == 203 and h["pages"] == 3 and h["rows"][0]["snapshot_id"] == 302
+    assert [r["snapshot_id"] for r in table_history(t, page=2, page_size=100)["rows"]] == [102, 101, 100]
+    # no EARLIEST hint at all: found by bisection
+    os.remove(f"{d}/snapshot/EARLIEST")
+    assert table_history(t, page_size=100)["lanes"][0]["earliest"] == 100
+    # a gap (or an expiry running while the page is read): left out, and said
+    os.remove(f"{d}/snapshot/snapshot-250")
+    page = table_history(t, page_size=100)
+    assert 250 not in [r["snapshot_id"] for r in page["rows"]] and len(page["rows"]) == 99
+    assert "1 snapshot(s) of this page were gone" in page["truncated_reason"]

@@ -193,3 +193,15 @@ def test_set_option_takes_only_table_options_and_never_a_credential(warehouse):
     assert result["changed"] and result["new_schema_id"] == 1
     latest = load_table(open_catalog(warehouse), "db.t").table_schema.options
     assert latest == {"bucket": "-1", "snapshot.num-retained.min": "3"}
+
+
+def test_the_package_own_options_are_table_options():
+    """Options this package reads from a table (names.py's profile among them) are kept."""
+    from airflow_provider_paimon.paimon.names import NAME_PROFILE_OPTION
+    from airflow_provider_paimon.paimon.table_options import (
+        PACKAGE_TABLE_OPTION_KEYS,
+        is_table_option,
+    )
+
+    assert NAME_PROFILE_OPTION in PACKAGE_TABLE_OPTION_KEYS
+    assert all(is_table_option(key) for key in PACKAGE_TABLE_OPTION_KEYS)

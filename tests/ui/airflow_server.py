@@ -77,17 +77,18 @@ def api_server(home: Path, extra_env: dict[str, str] | None = None, timeout: flo
 @contextmanager
 def api_server_process(home: Path, extra_env: dict[str, str] | None = None, timeout: float = 120.0,
                        users: Users | None = None, dag_files: dict[str, str] | None = None,
-                       db_url: str | None = None):
+                       keep_db: bool = False, db_url: str | None = None):
     """Yield (base URL, process) of a running api-server; stop it (and its workers) afterwards.
 
     ``dag_files`` (file name -> source) are written to the DAGs folder and serialized
-    into the metadata database first, so the auth manager knows those DAGs. ``db_url``:
-    serve an existing, migrated metadata database (e.g. the one ``dag.test()`` of this
-    test process writes) instead of a fresh copy in ``home``.
+    into the metadata database first, so the auth manager knows those DAGs. ``keep_db``:
+    reuse the metadata database already in ``home`` (a second server on the same data).
+    ``db_url``: serve an existing, migrated metadata database (e.g. the one
+    ``dag.test()`` of this test process writes) instead of one in ``home``.
     """
     extra_env = {**(extra_env or {}), **({"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url} if db_url else {})}
     env = airflow_env(home, extra_env, users)
-    if db_url is None:
+    if db_url is None and not (keep_db and (home / "airflow.db").exists()):
         _migrated_db(home, env)
     if dag_files:
         (home / "dags").mkdir(exist_ok=True)

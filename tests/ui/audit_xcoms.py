@@ -3,7 +3,9 @@
 The DAGs are real (parsed and serialized by Airflow) and hold real ``BranchAuditOperator``
 tasks; the runs and task instances are made by Airflow's ``trigger_dag`` and the
 reports stored by ``XComModel.set``, so the rows are what a finished audit leaves
-(running the audits themselves would start Spark for each, far slower).
+(running the audits themselves would start Spark for each, far slower): the report
+(return value, or key ``audit`` when the task failed) and its summary under the table's
+key (``left_by_audit``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from airflow_provider_paimon.operators.audit_summary import audit_summary, summary_key
 
 from .airflow_server import Users, airflow_env
 
@@ -34,16 +38,21 @@ from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 from airflow.utils.types import DagRunTriggeredByType
 
+import itertools
+
 runs = set()
-for row in json.loads(sys.argv[1]):
+with open(sys.argv[1]) as fh:
+    rows = json.load(fh)
+# one session per run of consecutive rows (order kept: XCom timestamps follow it)
+for (dag_id, run_id), group in itertools.groupby(rows, key=lambda r: (r["dag_id"], r["run_id"])):
     with create_session() as session:
-        if (row["dag_id"], row["run_id"]) not in runs:
-            trigger_dag(row["dag_id"], run_id=row["run_id"], triggered_by=DagRunTriggeredByType.TEST,
-                        session=session)
-            runs.add((row["dag_id"], row["run_id"]))
-    with create_session() as session:
-        XComModel.set(row["key"], row["value"], dag_id=row["dag_id"], task_id=row["task_id"],
-                      run_id=row["run_id"], session=session)
+        if (dag_id, run_id) not in runs:
+            trigger_dag(dag_id, run_id=run_id, triggered_by=DagRunTriggeredByType.TEST, session=session)
+            runs.add((dag_id, run_id))
+            session.flush()
+        for row in group:
+            XComModel.set(row["key"], row["value"], dag_id=dag_id, task_id=row["task_id"], run_id=run_id,
+                          session=session)
 """
 
 
@@ -62,11 +71,24 @@ def report(table: str, branch: str, partitions: list[tuple[Any, int, int]], pass
     }
 
 
+def left_by_audit(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each report row followed by the summary the audit operator stores beside it."""
+    out = []
+    for row in rows:
+        report_value = row["value"]
+        table = report_value["table"]
+        out += [row, {**row, "key": summary_key(table),
+                      "value": audit_summary(report_value, table, task_failed=row["key"] == "audit")}]
+    return out
+
+
 def seed_audits(home: Path, extra_env: dict[str, str], users: Users, rows: list[dict[str, Any]]) -> None:
     """Store ``rows`` (dag_id, run_id, task_id, key, value) as XComs of triggered runs.
 
     ``extra_env`` and ``users`` must be the server's (``airflow_env`` rewrites its password file).
     """
     env = airflow_env(home, extra_env, users)
-    subprocess.run([sys.executable, "-c", _SEED, json.dumps(rows)], env=env, check=True,
-                   capture_output=True, timeout=300)
+    path = home / "audit-seed.json"
+    path.write_text(json.dumps(rows))
+    subprocess.run([sys.executable, "-c", _SEED, str(path)], env=env, check=True,
+                   capture_output=True, timeout=600)

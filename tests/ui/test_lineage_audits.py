@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from .airflow_server import api_server_process, login_token
-from .audit_xcoms import AUDIT_DAG_SOURCE, report, seed_audits
+from .audit_xcoms import AUDIT_DAG_SOURCE, left_by_audit, report, seed_audits
 from .big_stores import XSS
 from .seed import seed_chain
 
@@ -32,7 +32,7 @@ DAG_FILES = {
     "ingest_dag.py": AUDIT_DAG_SOURCE.format(dag_id="ingest_dag", task_id="load"),
     "report_dag.py": AUDIT_DAG_SOURCE.format(dag_id="report_dag", task_id="build"),
 }
-SEED = [  # oldest first
+SEED = left_by_audit([  # oldest first, each report with the summary its audit stores
     {"dag_id": "ingest_dag", "run_id": "r1", "task_id": "audit_orders", "key": "return_value",
      "value": report("dw.orders", "fix", [({"dt": "2024-01-01"}, 12, 3), ({"dt": "2024-01-02"}, 0, 5)])},
     # same shape, but from an EmptyOperator: not an audit
@@ -45,7 +45,7 @@ SEED = [  # oldest first
      "value": report("dw.orders", XSS, [(XSS, 1, 2)], passed=False, failed=[XSS], summary="bad " + XSS)},
     {"dag_id": "ingest_dag", "run_id": "r2", "task_id": "audit_orders", "key": "return_value",
      "value": report("mart.revenue", "fix", [({"dt": "2024-01-01"}, 1, 0)])},
-]
+])
 
 
 class Server:

@@ -125,6 +125,20 @@ def test_walks_on_1m_row_graphs_are_bounded_and_say_truncated(server):
     assert small["truncated"] is False and small["truncated_reason"] is None
 
 
+def test_hidden_lineage_does_not_cut_a_restricted_viewers_walks(server):
+    """hub_dag.fan's 500,000 barriers and loop_dag.step's cycle are not alice's: they used to
+    use up her walks' row budget, so she saw ``truncated`` (and its counts) for lineage she
+    may not see. The database now leaves them out: her answer is complete, and says so."""
+    for path in ("/api/impact/hub/src/1?depth=100", "/api/snapshots/hub/src/1?depth=100",
+                 "/api/impact/cyc/t/1?onwards=true&depth=100"):
+        status, body = server.get(path, server.alice)
+        assert status == 200, path
+        assert body["truncated"] is False and body["truncated_reason"] is None, (path, body["truncated_reason"])
+        assert "hub_dag" not in json.dumps(body) and "loop_dag" not in json.dumps(body)
+        status, admins = server.get(path, server.admin)
+        assert admins["truncated"] is True, path  # the same walk is cut for a user who may see it
+
+
 def test_concurrent_walks_do_not_balloon_the_server(server):
     server.get(WALKS[0], server.admin)  # warm: first-use allocations are not growth
     before = group_rss(server.pid)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import AlreadyExistsError, InvalidArgumentError
-from ..names import validate_branch_name, validate_tag_name
+from ..names import name_profile, validate_branch_name, validate_tag_name
 from ..snapshots import TableLayout, read_tag, snapshot_ids, tag_names
 from ..tag.create import create_tag
 from .create import create_branch
@@ -33,13 +33,13 @@ def branch_at(table: Any, branch: str, *, snapshot_id: int | None, tag: str | No
     Returns ``{"branch", "tag", "snapshot_id", "created": {"tag": bool, "branch": bool}}``:
     ``created`` False means an earlier try had already made it.
     """
-    validate_branch_name(branch)
+    validate_branch_name(branch, name_profile(table))
     if snapshot_id is not None:
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) or snapshot_id <= 0:
             raise InvalidArgumentError(f"snapshot id must be a positive integer or None, got {snapshot_id!r}")
         if not tag:
             raise InvalidArgumentError("branching at a snapshot needs a tag name (the tag keeps the snapshot from expiry)")
-        validate_tag_name(tag)
+        validate_tag_name(tag, name_profile(table))
     elif tag:
         raise InvalidArgumentError(f"tag {tag!r} given for an empty branch (snapshot_id None): there is nothing to tag")
     layout = TableLayout.of(table)

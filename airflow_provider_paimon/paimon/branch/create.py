@@ -14,8 +14,16 @@ from typing import Any
 
 from .. import faults, fileops, object_dirs
 from ..errors import InvalidArgumentError
-from ..names import validate_branch_name, validate_tag_name
-from ..snapshots import TableLayout, read_snapshot, read_tag, schema_ids, table_branch, to_json
+from ..names import name_profile, refuse_lookalike, validate_branch_name, validate_tag_name
+from ..snapshots import (
+    TableLayout,
+    branch_names,
+    read_snapshot,
+    read_tag,
+    schema_ids,
+    table_branch,
+    to_json,
+)
 from ._common import require_no_branch, snapshot_not_found, tag_not_found
 
 TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
@@ -37,16 +45,18 @@ def create_branch(
     layout = TableLayout.of(table)
     if source_branch is None:
         source_branch = table_branch(table)
-    validate_branch_name(branch)
+    profile = name_profile(table)
+    validate_branch_name(branch, profile)
     if tag is not None and snapshot_id is not None:
         raise InvalidArgumentError("give a tag or a snapshot id to create a branch from, not both")
     if tag is not None:
-        validate_tag_name(tag)
+        validate_tag_name(tag, profile)
     if source_branch not in (None, "", "main"):
         from ._common import require_branch
 
         require_branch(layout, source_branch)
     require_no_branch(layout, branch)
+    refuse_lookalike("branch", branch, branch_names(layout))
     files = plan_branch_files(layout, tag=tag, snapshot_id=snapshot_id, source=source_branch)
     publish_branch(layout, branch, files)
     snap = files.get("snapshot")

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import fileops, object_dirs
 from ..errors import InvalidArgumentError
-from ..names import validate_branch_name
+from ..names import name_profile, validate_branch_name
 from ..snapshots import TableLayout
 from ._common import FALLBACK_OPTION, fallback_users, require_branch
 from .journal import refuse_if_pending
@@ -22,7 +22,7 @@ from .journal import refuse_if_pending
 def delete_branch(table: Any, branch: str) -> dict[str, Any]:
     """Delete ``branch`` of ``table``."""
     layout = TableLayout.of(table)
-    validate_branch_name(branch)
+    validate_branch_name(branch, name_profile(table))
     require_branch(layout, branch)
     users = fallback_users(layout, branch)
     if users:

@@ -43,7 +43,7 @@ from typing import Any
 
 from .. import faults, fileops
 from ..errors import ConcurrentModificationError, InvalidArgumentError
-from ..names import validate_branch_name
+from ..names import name_profile, validate_branch_name
 from ..snapshots import (
     TableLayout,
     earliest_snapshot_id,
@@ -65,7 +65,7 @@ OP = "fast_forward"
 def fast_forward(table: Any, branch: str) -> dict[str, Any]:
     """Fast-forward main of ``table`` to ``branch``; rerun after a crash to finish."""
     layout = TableLayout.of(table)
-    validate_branch_name(branch)
+    validate_branch_name(branch, name_profile(table))
     plan = resumable_plan(layout, OP, branch)
     resumed = plan is not None
     if plan is None:

@@ -49,7 +49,7 @@ from ..errors import (
     InvalidArgumentError,
     PaimonError,
 )
-from ..names import parse_table_name, validate_branch_name
+from ..names import UNICODE_PROFILE, name_profile, parse_table_name, validate_branch_name
 from ..snapshots import TableLayout, latest_snapshot_id
 from ._common import require_branch
 from .create import plan_branch_files, publish_branch
@@ -91,14 +91,14 @@ def publish_branches(
     """
     catalog = _open(catalog, catalog_options)
     pairs = _pairs(tables)
-    if backup_name is not None:
-        validate_branch_name(backup_name)
+    if backup_name is not None:  # each table's own profile is checked when it is loaded
+        validate_branch_name(backup_name, UNICODE_PROFILE)
     io, path = _journal(catalog, journal_path)
     doc = _read(io, path)
     if doc is not None:
         _require_same(doc, PUBLISH, [n for n, _ in pairs], pairs, backup_name, path)
         return _run_publish(catalog, io, path, doc, resumed=True)
-    targets = [(name, branch, _layout(catalog, name)) for name, branch in pairs]
+    targets = [(name, branch, _checked_layout(catalog, name, branch, backup_name)) for name, branch in pairs]
     for name, branch, layout in targets:
         require_branch(layout, branch)
         _refuse_other_operation(name, layout)
@@ -139,8 +139,8 @@ def undo_publish(
     catalog = _open(catalog, catalog_options)
     io, path = _journal(catalog, journal_path)
     names = None if tables is None else _names(tables)
-    if backup_name is not None:
-        validate_branch_name(backup_name)
+    if backup_name is not None:  # names an existing backup: checked as a reference
+        validate_branch_name(backup_name, UNICODE_PROFILE)
     doc = _read(io, path)
     if doc is not None:
         _require_same(doc, doc.get("op", "?"), names, None, backup_name, path)
@@ -382,7 +382,7 @@ def _pairs(tables: Any) -> list[tuple[str, str]]:
         if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
             raise InvalidArgumentError(f"{item!r} is not a (database.table, branch) pair")
         name, branch = item
-        validate_branch_name(branch)
+        validate_branch_name(branch, UNICODE_PROFILE)  # each table's own profile: _checked_layout
         out.append((_canonical(name), branch))
     _refuse_duplicates([n for n, _ in out])
     return out
@@ -411,6 +411,16 @@ def _refuse_duplicates(names: list[str]) -> None:
 
 def _layout(catalog: Any, name: str) -> TableLayout:
     return TableLayout.of(load_table(catalog, name))
+
+
+def _checked_layout(catalog: Any, name: str, branch: str, backup_name: str | None) -> TableLayout:
+    """The table's layout, once its branch (and backup) name pass the table's name profile."""
+    table = load_table(catalog, name)
+    profile = name_profile(table)
+    validate_branch_name(branch, profile)
+    if backup_name is not None:
+        validate_branch_name(backup_name, profile)
+    return TableLayout.of(table)
 
 
 def _refuse_other_operation(name: str, layout: TableLayout) -> None:

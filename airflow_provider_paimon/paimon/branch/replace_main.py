@@ -37,9 +37,10 @@ from typing import Any
 from .. import faults, fileops
 from ..commit_properties import RUN_KEYS, airflow_properties
 from ..errors import AlreadyExistsError, ConcurrentModificationError, InvalidArgumentError
-from ..names import validate_branch_name, validate_tag_name
+from ..names import name_profile, refuse_lookalike, validate_branch_name, validate_tag_name
 from ..snapshots import (
     TableLayout,
+    branch_names,
     latest_snapshot_id,
     read_schema,
     read_snapshot,
@@ -47,6 +48,7 @@ from ..snapshots import (
     require_snapshot,
     schema_ids,
     snapshot_ids,
+    tag_names,
     to_json,
 )
 from ._common import require_branch
@@ -79,7 +81,8 @@ def replace_main(
     default: the Airflow run in this process's environment. Kept in the journal, so a resumed run writes those of the run that started.
     """
     layout = TableLayout.of(table)
-    validate_branch_name(branch)
+    profile = name_profile(table)
+    validate_branch_name(branch, profile)
     plan = resumable_plan(layout, OP, branch)
     resumed = plan is not None
     if plan is None:
@@ -87,7 +90,7 @@ def replace_main(
         done = already_replaced(layout, branch)
         if done is not None:
             return done
-        bkp = _validate_backup(layout, backup, backup_name, backup_kind)
+        bkp = _validate_backup(layout, backup, backup_name, backup_kind, profile)
         plan = make_plan(layout, branch, bkp)
         if snapshot_properties is not None:
             plan["run_properties"] = dict(snapshot_properties)
@@ -145,7 +148,8 @@ def _now() -> int:
     return int(time.time() * 1000)
 
 
-def _validate_backup(layout: TableLayout, backup: bool, name: str | None, kind: str) -> dict[str, str] | None:
+def _validate_backup(layout: TableLayout, backup: bool, name: str | None, kind: str,
+                     profile: str) -> dict[str, str] | None:
     if not backup:
         if name is not None:
             raise InvalidArgumentError("a backup name was given together with 'no backup'")
@@ -159,13 +163,15 @@ def _validate_backup(layout: TableLayout, backup: bool, name: str | None, kind: 
             n += 1
             name = f"{base}_{n}"
     if kind == "branch":
-        validate_branch_name(name)
+        validate_branch_name(name, profile)
         if layout.branch_exists(name):
             raise AlreadyExistsError(f"backup branch {name!r} already exists; choose another --backup-name")
+        refuse_lookalike("branch", name, branch_names(layout))
     else:
-        validate_tag_name(name)
+        validate_tag_name(name, profile)
         if read_tag(layout, None, name) is not None:
             raise AlreadyExistsError(f"backup tag {name!r} already exists; choose another --backup-name")
+        refuse_lookalike("tag", name, tag_names(layout, None))
         if latest_snapshot_id(layout, None) is None:
             raise InvalidArgumentError("main has no snapshot to keep as a backup tag; use a backup branch")
     return {"kind": kind, "name": name}

@@ -31,17 +31,20 @@ submitting, and the compact job evaluates it, so a direct job run is as safe.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgumentError
 
 MAX_WHERE_CHARS = 10_000
+#: deepest nesting of parentheses and NOTs (the parser and evaluator recurse per level)
+MAX_WHERE_DEPTH = 50
 _KEYWORDS = frozenset({
     "AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "TRUE", "FALSE", "DATE", "TIMESTAMP",
 })
@@ -185,6 +188,7 @@ class _Parser:
         self.columns = list(columns)
         self.tokens = _tokens(where)
         self.i = 0
+        self.depth = 0
 
     def parse(self) -> Node:
         node = self.or_()
@@ -236,15 +240,30 @@ class _Parser:
         return operands[0] if len(operands) == 1 else BoolOp("AND", tuple(operands))
 
     def not_(self) -> Node:
+        token = self.peek()
         if self.accept("keyword", "NOT"):
-            return Not(self.not_())
+            with self.nested(token):
+                return Not(self.not_())
         if self.accept("punct", "("):
             if self.peek().kind == "column" and self.peek().text.upper() == "SELECT":
                 raise _refuse(self.where, "subqueries are not allowed")
-            node = self.or_()
+            with self.nested(token):
+                node = self.or_()
             self.expect("punct", ")", "')'")
             return node
         return self.comparison()
+
+    @contextlib.contextmanager
+    def nested(self, token: _Token) -> Iterator[None]:
+        """One more level of parentheses or NOT; refused past ``MAX_WHERE_DEPTH`` (not a RecursionError)."""
+        self.depth += 1
+        if self.depth > MAX_WHERE_DEPTH:
+            raise _refuse(self.where, f"it nests parentheses and NOTs more than {MAX_WHERE_DEPTH} deep "
+                                      f"(at character {token.pos + 1}); write it flatter")
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def comparison(self) -> Node:
         start = self.peek()

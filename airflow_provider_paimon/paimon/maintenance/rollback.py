@@ -33,7 +33,7 @@ from .. import faults, fileops
 from ..branch._common import snapshot_not_found, tag_not_found
 from ..commit_properties import RUN_KEYS, airflow_properties
 from ..errors import ConcurrentModificationError, InvalidArgumentError
-from ..names import validate_tag_name
+from ..names import name_profile, validate_tag_name
 from ..snapshots import (
     TableLayout,
     latest_snapshot_id,
@@ -71,7 +71,7 @@ def rollback(
     key = "main" if br is None else br
     require_idle(layout, br)
     if tag is not None:
-        validate_tag_name(tag)
+        validate_tag_name(tag, name_profile(table))
         tag_doc = read_tag(layout, br, tag)
         if tag_doc is None:
             raise tag_not_found(layout, br, tag)

@@ -27,7 +27,7 @@ from pypaimon.schema.schema_manager import SchemaManager
 from .. import fileops
 from ..branch._common import require_branch
 from ..errors import ConcurrentModificationError, InvalidArgumentError
-from ..names import MAIN_BRANCH, is_main, validate_branch_name
+from ..names import MAIN_BRANCH, is_main, name_profile, validate_branch_name
 from ..snapshots import TableLayout, latest_snapshot, table_branch
 from .changes import Change, SchemaChangeError, parse_changes
 from .rules import NULL_TO_NOT_NULL_OPTION, check_changes
@@ -73,7 +73,7 @@ def _prepare(table: Any, changes: Any, branch: str | None) -> tuple[Any, ...]:
     if branch is None:
         branch = table_branch(table)
     if branch is not None and not is_main(branch):
-        validate_branch_name(branch)
+        validate_branch_name(branch, name_profile(table))
         require_branch(layout, branch)
     branch_name = MAIN_BRANCH if branch is None or is_main(branch) else branch
     manager = SchemaManager(layout.file_io, layout.table_path, branch_name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..branch._common import require_branch
-from ..names import is_main, validate_branch_name
+from ..names import ASCII_PROFILE, is_main, name_profile, validate_branch_name
 from ..snapshots import TableLayout, table_branch
 
 
@@ -18,6 +18,6 @@ def resolve_branch(layout: TableLayout, branch: str | None, table: Any = None) -
         branch = table_branch(table)
     if branch is None or is_main(branch):
         return None
-    validate_branch_name(branch)
+    validate_branch_name(branch, ASCII_PROFILE if table is None else name_profile(table))
     require_branch(layout, branch)
     return branch

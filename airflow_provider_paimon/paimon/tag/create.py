@@ -19,8 +19,8 @@ from .. import fileops
 from ..branch._common import snapshot_not_found
 from ..durations import duration_text, parse_duration
 from ..errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
-from ..names import validate_tag_name
-from ..snapshots import TableLayout, latest_snapshot_id, read_snapshot, read_tag, to_json
+from ..names import name_profile, refuse_lookalike, validate_tag_name
+from ..snapshots import TableLayout, latest_snapshot_id, read_snapshot, read_tag, tag_names, to_json
 from ._common import resolve_branch
 
 
@@ -38,7 +38,7 @@ def create_tag(
     long after now (see ``maintenance.expire_tags``); ``None``: it never expires.
     """
     layout = TableLayout.of(table)
-    validate_tag_name(tag)
+    validate_tag_name(tag, name_profile(table))
     retained = None if time_retained is None else parse_duration(time_retained, "time_retained", allow_zero=False)
     br = resolve_branch(layout, branch, table)
     where = "main" if br is None else f"branch {br!r}"
@@ -46,6 +46,7 @@ def create_tag(
         raise InvalidArgumentError(f"snapshot id must be a positive integer, got {snapshot_id!r}")
     if read_tag(layout, br, tag) is not None:
         raise AlreadyExistsError(f"tag {tag!r} already exists on {where}")
+    refuse_lookalike("tag", tag, tag_names(layout, br))
     if snapshot_id is None:
         snapshot_id = latest_snapshot_id(layout, br)
         if snapshot_id is None:

@@ -18,7 +18,7 @@ from typing import Any
 from .. import fileops
 from ..branch._common import tag_not_found
 from ..errors import InvalidArgumentError
-from ..names import validate_tag_name
+from ..names import name_profile, validate_tag_name
 from ..snapshots import TableLayout, branch_names, latest_snapshot_id, read_snapshot, read_tag
 from ._common import resolve_branch
 
@@ -55,7 +55,7 @@ def delete_tag(table: Any, tag: str, *, branch: str | None = None) -> dict[str, 
     stay reachable from snapshots and are only removed by expiration (or orphan
     cleanup once nothing names them)."""
     layout = TableLayout.of(table)
-    validate_tag_name(tag)
+    validate_tag_name(tag, name_profile(table))
     br = resolve_branch(layout, branch, table)
     doc = read_tag(layout, br, tag)
     if doc is None:

@@ -22,8 +22,8 @@ from typing import Any
 from .. import faults, fileops
 from ..branch._common import tag_not_found
 from ..errors import AlreadyExistsError, InvalidArgumentError
-from ..names import validate_tag_name
-from ..snapshots import TableLayout, read_tag, to_json
+from ..names import name_profile, refuse_lookalike, validate_tag_name
+from ..snapshots import TableLayout, read_tag, tag_names, to_json
 from ._common import resolve_branch
 from .delete import TagInUseError, branches_created_from
 
@@ -31,8 +31,9 @@ from .delete import TagInUseError, branches_created_from
 def rename_tag(table: Any, tag: str, new_name: str, *, branch: str | None = None) -> dict[str, Any]:
     """Rename ``tag`` of ``branch`` (default main) to ``new_name``; the snapshot is unchanged."""
     layout = TableLayout.of(table)
-    validate_tag_name(tag)
-    validate_tag_name(new_name)
+    profile = name_profile(table)
+    validate_tag_name(tag, profile)
+    validate_tag_name(new_name, profile)
     if tag == new_name:
         raise InvalidArgumentError(f"tag {tag!r} cannot be renamed to itself; give a different new name")
     br = resolve_branch(layout, branch, table)
@@ -47,6 +48,7 @@ def rename_tag(table: Any, tag: str, new_name: str, *, branch: str | None = None
             f"tag {new_name!r} already exists on {where} (snapshot {existing.get('id')}); "
             "delete it first or choose another name"
         )
+    refuse_lookalike("tag", new_name, (t for t in tag_names(layout, br) if t != tag))
     users = branches_created_from(layout, br, tag, doc)
     if users:
         names = ", ".join(repr(u) for u in users)

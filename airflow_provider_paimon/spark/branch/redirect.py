@@ -43,7 +43,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-from airflow_provider_paimon.paimon.names import MAIN_BRANCH, parse_table_name, validate_branch_name
+from airflow_provider_paimon.paimon.names import (
+    MAIN_BRANCH,
+    UNICODE_PROFILE,
+    parse_table_name,
+    validate_branch_name,
+)
 
 if TYPE_CHECKING:
     from ..options import PaimonOptions
@@ -95,7 +100,7 @@ def parse_redirects(raw: Mapping[str, str]) -> dict[tuple[str, str], Redirect]:
             )
         if branch != MAIN_BRANCH:
             try:
-                validate_branch_name(branch)
+                validate_branch_name(branch, UNICODE_PROFILE)  # a reference: the table's ops apply its profile
             except InvalidArgumentError as err:
                 raise InvalidArgumentError(f"Spark conf {key}: {err}") from None
         database, table = (p.strip() for p in parts)
