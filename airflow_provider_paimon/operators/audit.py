@@ -13,6 +13,7 @@ table's summaries instead of decoding every audit report in the metadata databas
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main
 from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.spark.branch.diff import sql_query
+from airflow_provider_paimon.spark.branch.expectations import parse_expectations
+from airflow_provider_paimon.spark.branch.quarantine import quarantine_branch
 
 #: XCom key of the report when a check failed (on success it is the return value)
 AUDIT_XCOM_KEY = "audit"
@@ -75,6 +78,12 @@ class BranchAuditOperator(PaimonSparkJobOperator):
     :param sample_rows: violating rows kept per failed check (they land in XCom).
     :param fail_on_check_failure: fail the task when a check fails (default); false
         returns the report with ``passed: false`` for a branching task to read.
+    :param expectations: declarative rules applied to the branch first
+        (``spark/branch/expectations.py``: ``expect_row``, ``expect_unique``... or
+        mappings), each failing, warning or dropping violating rows into
+        ``<branch>__quarantine``; a violated ``fail`` rule fails the audit like a check.
+        Not templated, like ``checks``. The results are in the report under
+        ``expectations`` and go to OpenLineage as data quality facets of the branch.
 
     XCom: the return value is the report (``passed``, ``summary``, ``diff``, ``checks``);
     when a check fails the task fails and the report is pushed under key ``audit``.
@@ -95,9 +104,14 @@ class BranchAuditOperator(PaimonSparkJobOperator):
         xcom_partitions: int = 20,
         sample_rows: int = 5,
         fail_on_check_failure: bool | str = True,
+        expectations: Sequence[Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        try:  # a bad rule fails when the DAG is parsed
+            self.expectations = parse_expectations(expectations)
+        except InvalidArgumentError as err:
+            raise ValueError(f"{self.task_id}: {err}") from None
         self.branch = branch
         self.base = base
         self.checks = check_items(checks)  # a bad query fails when the DAG is parsed
@@ -117,6 +131,8 @@ class BranchAuditOperator(PaimonSparkJobOperator):
         for flag, value in (("--limit-partitions", self.limit_partitions), ("--dict-partitions", self.xcom_partitions),
                             ("--sample-rows", self.sample_rows)):
             args += [flag, str(optional_int(value, flag.lstrip("-")))]
+        if self.expectations:
+            args += ["--expectations", json.dumps([rule.to_dict() for rule in self.expectations])]
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
@@ -138,7 +154,21 @@ class BranchAuditOperator(PaimonSparkJobOperator):
         return [(self.table, optional_str(self.branch)), (self.table, None if self._base() == "main" else self._base())]
 
     def output_tables(self) -> list[tuple[str, str | None]]:
-        return []  # an audit writes nothing
+        """Nothing, unless a ``drop`` expectation may move rows: then the branch and its
+        quarantine branch."""
+        branch = optional_str(self.branch)
+        if branch is None or not any(rule.drops for rule in self.expectations):
+            return []
+        return [(self.table, branch), (self.table, quarantine_branch(branch))]
+
+    def ol_input_facets(self, table: str, branch: str | None, result: dict[str, Any]) -> dict[str, Any]:
+        """The expectation results as data quality facets of the audited branch."""
+        report = result.get("expectations")
+        if not report or table != self.table or branch != optional_str(self.branch):
+            return {}
+        from airflow_provider_paimon.lineage.openlineage.quality import quality_input_facets
+
+        return quality_input_facets(report)
 
     def execute(self, context: Context) -> dict[str, Any]:
         result = super().execute(context)
@@ -150,14 +180,20 @@ class BranchAuditOperator(PaimonSparkJobOperator):
             return result
         if ti is not None:
             ti.xcom_push(key=AUDIT_XCOM_KEY, value=result)
-        failed = ", ".join((result.get("checks") or {}).get("failed") or []) or "?"
+        failed = list((result.get("checks") or {}).get("failed") or [])
+        failed += [f"expectation {r.get('name')}" for r in (result.get("expectations") or {}).get("results") or []
+                   if not r.get("passed") and r.get("on_violation") == "fail"]
         raise PaimonAuditFailedError(
-            f"{self.task_id}: checks failed on {self.table} branch {self.branch}: {failed} "
+            f"{self.task_id}: checks failed on {self.table} branch {self.branch}: {', '.join(failed) or '?'} "
             f"({result.get('summary')}); do not publish it; nothing was changed"
         )
 
     def report(self, result: dict[str, Any]) -> None:
         self.log.info("%s", result.get("summary"))
+        for rule in (result.get("expectations") or {}).get("results") or []:
+            if not rule.get("passed"):
+                self.log.warning("expectation %s (%s) violated: %s", rule.get("name"), rule.get("on_violation"),
+                                 rule.get("message"))
         for check in (result.get("checks") or {}).get("checks") or []:
             if not check.get("passed"):
                 self.log.warning("check %s failed: %s; sample: %s", check.get("name"), check.get("message"),

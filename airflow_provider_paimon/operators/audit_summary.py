@@ -83,13 +83,28 @@ def audit_summary(report: Any, table: str, task_failed: bool) -> dict[str, Any]:
             "truncated": bool(diff.get("truncated")) or len(parts) > len(shown),
         },
         "checks": {"failed": [bounded_text(name, 200) for name in failed[:MAX_CHECKS]]},
+        "expectations": expectation_lines(report.get("expectations")),
     }
     while _size(summary) > MAX_SUMMARY_BYTES and summary["diff"]["partitions"]:
         summary["diff"]["partitions"].pop()
         summary["diff"]["truncated"] = True
     while _size(summary) > MAX_SUMMARY_BYTES and summary["checks"]["failed"]:
         summary["checks"]["failed"].pop()
+    while _size(summary) > MAX_SUMMARY_BYTES and summary["expectations"]:
+        summary["expectations"].pop()
     return summary
+
+
+def expectation_lines(report: Any) -> list[dict[str, Any]]:
+    """Each expectation's outcome, bounded: name, reaction, passed, violations, dropped rows."""
+    results = report.get("results") if isinstance(report, dict) else None
+    if not isinstance(results, list):
+        return []
+    return [
+        {"name": bounded_text(r.get("name"), 100), "on_violation": bounded_text(r.get("on_violation"), 10),
+         "passed": r.get("passed") is True, "violations": int_or_none(r.get("violations"))}
+        for r in results[:MAX_CHECKS] if isinstance(r, dict)
+    ]
 
 
 def _size(value: Any) -> int:

@@ -162,6 +162,21 @@ class PaimonOpenLineageMixin:
         """Whether the output no longer exists after a successful run (no version)."""
         return False
 
+    def ol_input_facets(self, table: str, branch: str | None, result: dict[str, Any]) -> dict[str, Any]:
+        """Extra ``inputFacets`` of an input dataset from the job's result (e.g. an
+        audit's data quality assertions on the branch it checked); none by default."""
+        return {}
+
+    def _ol_with_input_facets(self, dataset: Any, table: str, branch: str | None, result: dict[str, Any]) -> Any:
+        try:
+            extra = self.ol_input_facets(table, branch, result) if result else {}
+        except Exception as err:  # noqa: BLE001 - lineage never fails a task
+            log.warning("OpenLineage input facets for %s not built: %s", table, err)
+            extra = {}
+        if extra:
+            dataset.inputFacets = {**(getattr(dataset, "inputFacets", None) or {}), **extra}
+        return dataset
+
     def _ol_lifecycle(self, kind: str, table: str, branch: str | None) -> Any:
         """``lifecycleStateChange`` for the branch an operator creates, drops or renames."""
         change = self.ol_lifecycle_change() if kind == "output" and branch is not None else None
@@ -247,7 +262,9 @@ class PaimonOpenLineageMixin:
         try:
             self._ol_record_start()
             inputs = [
-                self._ol_dataset("input", t, b, self._ol_input_version((t, b), result))
+                self._ol_with_input_facets(
+                    self._ol_dataset("input", t, b, self._ol_input_version((t, b), result)), t, b, result
+                )
                 for t, b in self._ol_tables("input")
             ]
             outputs = [
@@ -265,7 +282,11 @@ class PaimonOpenLineageMixin:
 
         try:
             starts = getattr(self, "_ol_start_snapshots", None) or {}
-            inputs = [self._ol_dataset("input", t, b, starts.get((t, b))) for t, b in self._ol_tables("input")]
+            result = getattr(self, "last_result", None) or {}  # a job that reported, then failed the task
+            inputs = [
+                self._ol_with_input_facets(self._ol_dataset("input", t, b, starts.get((t, b))), t, b, result)
+                for t, b in self._ol_tables("input")
+            ]
             outputs = [self._ol_dataset("output", t, b, None) for t, b in self._ol_tables("output")]
         except Exception as err:  # noqa: BLE001
             log.warning("OpenLineage facets for %s not built: %s", getattr(self, "task_id", "?"), err)

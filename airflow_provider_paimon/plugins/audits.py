@@ -106,6 +106,11 @@ def audit_entry(row: AuditRow) -> dict[str, Any] | None:
         ],
         "partitions_truncated": bool(diff.get("truncated")) or len(parts) > len(shown),
         "failed_checks": [_text(name, 200) for name in failed[:MAX_CHECKS]],
+        "expectations": [
+            {"name": _text(e.get("name"), 100), "on_violation": _text(e.get("on_violation"), 10),
+             "passed": e.get("passed") is True, "violations": _int(e.get("violations"))}
+            for e in (report.get("expectations") or [])[:MAX_CHECKS] if isinstance(e, dict)
+        ] if isinstance(report.get("expectations"), list) else [],
     }
 
 

@@ -89,3 +89,31 @@ def test_audit_summary_stays_within_its_byte_bound():
     assert len(json.dumps(summary, ensure_ascii=False).encode()) <= MAX_SUMMARY_BYTES
     assert summary["diff"]["truncated"] is True and summary["diff"]["changed_partitions"] == 5000
     assert summary["summary"].endswith("…") and len(summary["summary"]) == 500
+
+
+def test_expectations_reach_the_job_change_the_outputs_and_become_quality_facets():
+    """Rules are checked at parse time, travel to the audit job as JSON its parser takes,
+    make the branch and its quarantine outputs when a rule drops, and the report's
+    results become the branch's data quality facets and the page summary's lines."""
+    from airflow_provider_paimon.spark.branch.expectations import expect_not_null, expect_row
+    from airflow_provider_paimon.spark.jobs import audit as job
+
+    with pytest.raises(ValueError, match="needs a SQL condition"):
+        BranchAuditOperator(task_id="a", table="db.events", branch="fix", expectations=[{"name": "x", "kind": "row"}])
+    rules = [expect_row("positive", "amount >= 0", "drop"), expect_not_null("cust", "customer")]
+    op = BranchAuditOperator(task_id="a", table="db.events", branch="fix", expectations=rules)
+    args = job.build_parser().parse_args(["--warehouse", "/w", "--table", "db.events", *op.job_args()])
+    assert [r.to_dict() for r in job.parse_expectation_arg(args.expectations)] == [r.to_dict() for r in rules]
+    assert op.output_tables() == [("db.events", "fix"), ("db.events", "fix__quarantine")]
+    assert BranchAuditOperator(task_id="b", table="db.events", branch="fix").output_tables() == []
+    report = {"table": "db.events", "branch": "fix", "rows": 10, "dropped": 2, "results": [
+        {"name": "positive", "kind": "row", "on_violation": "drop", "passed": False, "violations": 2,
+         "content": "amount >= 0", "columns": []},
+        {"name": "cust", "kind": "not_null", "on_violation": "fail", "passed": True, "violations": 0,
+         "content": "customer IS NOT NULL", "columns": ["customer"]},
+    ]}
+    facets = op.ol_input_facets("db.events", "fix", {"expectations": report})
+    assert [a.name for a in facets["dataQualityAssertions"].assertions] == ["positive", "cust"]
+    assert op.ol_input_facets("db.events", None, {"expectations": report}) == {}
+    summary = audit_summary({"diff": {}, "expectations": report}, "db.events", task_failed=False)
+    assert summary["expectations"][0] == {"name": "positive", "on_violation": "drop", "passed": False, "violations": 2}
