@@ -266,6 +266,20 @@ class PkModel:
             return "primary_key"
         return self.aggregates.get(name) or self.default_aggregate or "last_non_null_value"
 
+    def compacted(self, keys: Iterable[tuple]) -> None:
+        """A compaction merged every version of ``keys`` into the bottom of their tree.
+
+        Each key keeps one version, and a retract there is dropped (Paimon drops
+        deletes when the output is the oldest data: a later late row with a lower
+        sequence value is then visible again, in Paimon Java as here).
+        """
+        for key in list(keys):
+            folded = self._fold(self.history.get(key, []))
+            if folded is None or folded.kind in RETRACT_KINDS:
+                self.history.pop(key, None)
+            else:
+                self.history[key] = [folded]
+
     def rows(self) -> list[tuple]:
         """Every visible row as a tuple in ``fields`` order, sorted (as tests compare)."""
         out = []
