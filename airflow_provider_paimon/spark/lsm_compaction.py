@@ -15,46 +15,19 @@ from typing import Any
 
 from ..paimon.lsm.compact import LsmUnit
 from ..paimon.lsm.rewrite import rewrite_unit
-from .compaction import _table
+from .compaction import SparkBinRewriter, _table
 
 
-class SparkUnitRewriter:
+class SparkUnitRewriter(SparkBinRewriter):
     """A ``UnitRewriter`` that merges the units in parallel on Spark executors."""
 
-    def __init__(
-        self,
-        spark: Any,
-        warehouse: str,
-        table: str,
-        branch: str | None = None,
-        catalog_options: dict[str, str] | None = None,
-        max_tasks: int | None = None,
-    ) -> None:
-        self.spark = spark
-        self.spec = (warehouse, tuple(sorted((catalog_options or {}).items())), table, branch)
-        self.max_tasks = max_tasks
-
-    def __call__(self, units: list[LsmUnit], target: int, prefix: str) -> list[list[Any]]:
-        if not units:
-            return []
-        sc = self.spark.sparkContext
-        order = sorted(range(len(units)), key=lambda i: -sum(f.file_size for f in units[i].files))
-        tasks = min(len(units), self.max_tasks or max(1, sc.defaultParallelism * 2))
-        slots: list[list[tuple[int, bytes]]] = [[] for _ in range(tasks)]
-        for n, i in enumerate(order):
-            slots[n % tasks].append((i, pickle.dumps(units[i])))
+    def __call__(self, units: list[LsmUnit], target: int, prefix: str) -> list[list[Any]]:  # type: ignore[override]
         spec = self.spec
-        sc.setJobDescription(f"paimon compaction: merge {len(units)} buckets of {spec[2]}")
-        results = (
-            sc.parallelize(slots, tasks)
-            .flatMap(lambda slot: _merge_slot(spec, target, prefix, slot))
-            .collect()
+        return self.fan_out(
+            units, [sum(f.file_size for f in u.files) for u in units],
+            f"merge {len(units)} buckets of {spec[2]}",
+            lambda slot: _merge_slot(spec, target, prefix, slot),
         )
-        by_index = {i: pickle.loads(payload) for i, payload in results}
-        missing = [i for i in range(len(units)) if i not in by_index]
-        if missing:
-            raise RuntimeError(f"Spark returned no result for units {missing}")
-        return [by_index[i] for i in range(len(units))]
 
 
 def _merge_slot(spec: tuple, target: int, prefix: str, slot: list[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
