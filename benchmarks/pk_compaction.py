@@ -6,7 +6,8 @@ For each commit count C: a deduplicate table (``bucket`` 4) is loaded with ``--r
 rows in one commit, then C commits each upsert ``--rows / 1000`` random keys (plain
 pypaimon, as a CDC writer would). Printed, in one run, with ratios:
 
-- ``read_table`` full scan (a hash of every column summed) of the table as written
+- ``read_table`` full scan (a hash of every column summed, after one untimed warm-up
+  scan) of the table as written
   (every bucket needs a merge: the Python path), after the ``compact`` job's full
   compaction (top-level files: Spark's Parquet reader), of a freshly written table
   holding the same rows, and Spark's own Parquet on the same rows (goal: compacted
@@ -77,6 +78,8 @@ def scan_seconds(spark, df_fn, repeat: int) -> tuple[float, int]:
     from pyspark.sql import functions as F
 
     times, count = [], 0
+    df = df_fn()  # untimed warm-up: JVM code paths, Python workers
+    df.select(F.sum(F.hash(*df.columns))).collect()
     for _ in range(repeat):
         start = time.perf_counter()
         df = df_fn()
