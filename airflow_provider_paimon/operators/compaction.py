@@ -1,8 +1,10 @@
-"""CompactionOperator: merge the small files of an append table with a Spark job.
+"""CompactionOperator: compact a Paimon table with a Spark job.
 
-The ``compact`` job (``spark/jobs/compact.py``) plans as Paimon does, rewrites the bins
-on executors and commits one COMPACT snapshot. This operator checks what metadata can
-tell (table exists and is an append table, branch exists, partition columns are real)
+The ``compact`` job (``spark/jobs/compact.py``) plans as Paimon does, rewrites on
+executors and commits one COMPACT snapshot: small files of an append table into
+target-size files, or the LSM tree of each bucket of a primary-key table (``mode``
+``full`` or ``minor``, docs/primary_keys.md). This operator checks what metadata can
+tell (table and branch exist, partition columns are real, ``mode`` fits the table)
 and turns the job's summary into a readable log line and the XCom return value.
 """
 
@@ -21,6 +23,7 @@ from airflow_provider_paimon.operators.base import (
 )
 from airflow_provider_paimon.paimon.compaction.where import check_where
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.lsm.options import check_mode
 from airflow_provider_paimon.paimon.names import is_main
 from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.partitions import (
@@ -120,7 +123,8 @@ def summarize(table: str, branch: str | None, result: Mapping[str, Any]) -> str:
 
 
 class CompactionOperator(PaimonSparkJobOperator):
-    """Compact the small files of an append table (or one branch of it).
+    """Compact a table (or one branch of it): an append table's small files, or a
+    primary-key table's LSM tree.
 
     :param table: ``database.table`` (templated).
     :param branch: compact this branch instead of main (templated).
@@ -134,6 +138,11 @@ class CompactionOperator(PaimonSparkJobOperator):
         ``compaction.small-file-ratio``, ``compaction.min.file-num`` (templated).
     :param dry_run: plan and report, commit nothing.
     :param max_retries: re-plan and retry this many times after a conflicting commit.
+    :param mode: primary-key tables only: ``full`` (default; every sorted run of each
+        bucket into one at the top level) or ``minor`` (Paimon's universal compaction
+        picks the runs). Primary-key options: ``num-sorted-run.compaction-trigger``,
+        ``num-levels``, ``compaction.max-size-amplification-percent``,
+        ``compaction.size-ratio``, ``target-file-size``.
 
     XCom: files_before, bytes_before, files_after, bytes_after, snapshot_id, committed,
     duration_s, bins, message, and ``expired``: what the snapshot expiry after the COMPACT
@@ -149,6 +158,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         "where",
         "options",
         "dry_run",
+        "mode",
     )
 
     def __init__(
@@ -160,6 +170,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         options: Mapping[str, Any] | str | None = None,
         dry_run: bool | str = False,
         max_retries: int | None = None,
+        mode: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -170,6 +181,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         self.options = options
         self.dry_run = dry_run  # type: ignore[method-assign,assignment]  # the public argument name shadows BaseOperator.dry_run(), which Airflow never calls
         self.max_retries = max_retries
+        self.mode = mode
 
     def job_args(self) -> list[str]:
         args: list[str] = []
@@ -188,6 +200,9 @@ class CompactionOperator(PaimonSparkJobOperator):
         retries = optional_int(self.max_retries, "max_retries")
         if retries is not None:
             args += ["--max-retries", str(retries)]
+        mode = optional_str(self.mode)
+        if mode is not None:
+            args += ["--mode", mode]
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
@@ -198,12 +213,14 @@ class CompactionOperator(PaimonSparkJobOperator):
             self.fail("give either partitions or where, not both")
         self.require_branch(hook, branch)
         schema = hook.get_schema(self.table, branch)
-        if schema["primary_keys"]:
-            self.fail(
-                f"{self.table} is a primary-key table (keys: {', '.join(schema['primary_keys'])}); "
-                "this compaction handles append tables only (primary-key tables compact in "
-                "their writers)"
-            )
+        mode = optional_str(self.mode)
+        if mode is not None and not schema["primary_keys"]:
+            self.fail(f"mode is for primary-key tables; {self.table} is an append table (drop mode)")
+        if mode is not None:
+            try:
+                check_mode(mode)
+            except InvalidArgumentError as err:
+                self.fail(str(err))
         partition_keys = schema["partition_keys"]
         for spec in partitions:
             unknown = [k for k in partition_keys_of(spec) if k not in partition_keys]

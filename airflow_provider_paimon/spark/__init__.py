@@ -36,6 +36,9 @@ _NATIVE_EXPORTS = {
     "register_views": ".native",
     "write_table": ".native",
     "foreach_batch_writer": ".native",
+    "delete_rows": ".cdc",
+    "write_changes": ".cdc",
+    "with_row_kinds": ".cdc",
 }
 
 

@@ -10,7 +10,7 @@ the bins' files with pypaimon and writes target-size files, and returns the new
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..paimon.catalog import load_table, open_catalog
@@ -40,27 +40,35 @@ class SparkBinRewriter:
         self.max_tasks = max_tasks
 
     def __call__(self, bins: list[CompactionBin], target: int, prefix: str) -> list[list[Any]]:
-        if not bins:
+        spec = self.spec
+        return self.fan_out(
+            bins, [b.total_bytes for b in bins], f"rewrite {len(bins)} bins of {spec[2]}",
+            lambda slot: _rewrite_slot(spec, target, prefix, slot),
+        )
+
+    def fan_out(self, items: list[Any], sizes: list[int], what: str,
+                work: Callable[[list[tuple[int, bytes]]], Iterator[tuple[int, bytes]]]) -> list[Any]:
+        """Run ``work`` over pickled ``items`` in Spark tasks; the results in item order.
+
+        Biggest items first, dealt round-robin, so tasks get similar amounts of work;
+        ``work`` gets one task's ``(index, pickled item)`` list and yields
+        ``(index, pickled result)``.
+        """
+        if not items:
             return []
         sc = self.spark.sparkContext
-        # Biggest bins first, dealt round-robin, so tasks get similar amounts of work.
-        order = sorted(range(len(bins)), key=lambda i: -bins[i].total_bytes)
-        tasks = min(len(bins), self.max_tasks or max(1, sc.defaultParallelism * 2))
+        order = sorted(range(len(items)), key=lambda i: -sizes[i])
+        tasks = min(len(items), self.max_tasks or max(1, sc.defaultParallelism * 2))
         slots: list[list[tuple[int, bytes]]] = [[] for _ in range(tasks)]
         for n, i in enumerate(order):
-            slots[n % tasks].append((i, pickle.dumps(bins[i])))
-        spec = self.spec
-        sc.setJobDescription(f"paimon compaction: rewrite {len(bins)} bins of {spec[2]}")
-        results = (
-            sc.parallelize(slots, tasks)
-            .flatMap(lambda slot: _rewrite_slot(spec, target, prefix, slot))
-            .collect()
-        )
+            slots[n % tasks].append((i, pickle.dumps(items[i])))
+        sc.setJobDescription(f"paimon compaction: {what}")
+        results = sc.parallelize(slots, tasks).flatMap(work).collect()
         by_index = {i: pickle.loads(payload) for i, payload in results}
-        missing = [i for i in range(len(bins)) if i not in by_index]
+        missing = [i for i in range(len(items)) if i not in by_index]
         if missing:
-            raise RuntimeError(f"Spark returned no result for bins {missing}")
-        return [by_index[i] for i in range(len(bins))]
+            raise RuntimeError(f"Spark returned no result for items {missing} ({what})")
+        return [by_index[i] for i in range(len(items))]
 
 
 def _rewrite_slot(

@@ -101,7 +101,9 @@ def test_where_and_partition_select_partitions(spark, warehouse, capsys):
         (["--table", "db.t", "--where", "v = 'x'"], "'v' is not a partition column (partition columns: p)"),
         (["--table", "db.t", "--where", "(" * 2000 + "p = 'a'" + ")" * 2000], "more than 50 deep"),
         (["--table", "db.t", "--max-retries", "-1"], "must not be negative"),
-        (["--table", "db.pk"], "compaction of primary-key tables is not supported by this job"),
+        (["--table", "db.t", "--mode", "minor"], "--mode is for primary-key tables"),
+        (["--table", "db.pk", "--mode", "major"], "compaction mode must be 'full'"),
+        (["--table", "db.pk", "--option", "num-levels=1"], "num-levels must be at least 2"),
     ],
 )
 def test_bad_input_exits_2_and_commits_nothing(spark, warehouse, capsys, extra, fragment):

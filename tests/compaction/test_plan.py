@@ -133,9 +133,9 @@ def test_partition_spec_selects_and_validates(warehouse):
         parse_partition_spec("p")
 
 
-def test_primary_key_table_rejected(warehouse):
+def test_primary_key_table_is_not_planned_as_an_append_table(warehouse):
     table = make_table(warehouse, primary_keys=["id", "p"], bucket=2)
-    with pytest.raises(NotCompactableError, match="compaction of primary-key tables is not supported by this job"):
+    with pytest.raises(NotCompactableError, match="primary-key tables are compacted per bucket"):
         plan_compaction(table, CompactionOptions())
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,25 +78,34 @@ def commit_compaction(
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
     properties: dict[str, str] | None = None,
     max_rename_attempts: int = 10,
+    *,
+    rows_change: bool = False,
+    check: Callable[[Any, list[ManifestEntry]], None] | None = None,
 ) -> Snapshot:
     """Commit ``changes`` as one COMPACT snapshot and return it.
 
     Raises ``CompactionConflictError`` (nothing written) when a file to remove is no
     longer alive, and ``RowCountMismatchError`` when the new files do not hold exactly
-    the removed files' rows.
+    the removed files' rows. ``rows_change=True`` (primary-key compaction: merging
+    versions changes the count) skips that check; the snapshot's record counts follow
+    the change either way. ``check(latest, entries)`` runs with each attempt's base
+    snapshot before anything is written and may raise ``CompactionConflictError``.
     """
     changes = [c for c in changes if c.before or c.after]
     if not changes:
         raise ValueError("nothing to commit: no compaction changes")
-    for c in changes:
-        rows_before = sum(f.row_count for f in c.before)
-        rows_after = sum(f.row_count for f in c.after)
-        if rows_before != rows_after:
-            raise RowCountMismatchError(
-                f"partition {c.partition} bucket {c.bucket}: new files hold {rows_after} rows, "
-                f"the files they replace {rows_before}; refusing to commit"
-            )
+    if not rows_change:
+        for c in changes:
+            rows_before = sum(f.row_count for f in c.before)
+            rows_after = sum(f.row_count for f in c.after)
+            if rows_before != rows_after:
+                raise RowCountMismatchError(
+                    f"partition {c.partition} bucket {c.bucket}: new files hold {rows_after} rows, "
+                    f"the files they replace {rows_before}; refusing to commit"
+                )
     commit_user = commit_user or f"compaction-{uuid.uuid4()}"
+    record_delta = sum(f.row_count for c in changes for f in c.after) - sum(
+        f.row_count for c in changes for f in c.before)
     entries = _entries(table, changes)
     manifest_files = ManifestFileManager(table)
     manifest_lists = ManifestListManager(table)
@@ -109,6 +119,8 @@ def commit_compaction(
                 f"{table_name(table)} has no snapshot any more; nothing to compact against"
             )
         _check_still_alive(table, scanner, latest, entries)
+        if check is not None:
+            check(latest, entries)
 
         unique = uuid.uuid4()
         base_list = f"manifest-list-{unique}-0"
@@ -138,8 +150,8 @@ def commit_compaction(
                 changelog_manifest_list=None,
                 changelog_manifest_list_size=None,
                 changelog_record_count=None,
-                total_record_count=latest.total_record_count,
-                delta_record_count=0,
+                total_record_count=(latest.total_record_count or 0) + record_delta,
+                delta_record_count=record_delta,
                 commit_user=commit_user,
                 writer_version=build_full_version(),
                 commit_identifier=commit_identifier,
@@ -221,8 +233,9 @@ def _partition_statistics(table: Any, changes: list[CompactChange]) -> list[Part
     stats: dict[tuple, dict[str, Any]] = {}
     for c in changes:
         s = stats.setdefault(c.partition, {"files": 0, "bytes": 0, "buckets": c.total_buckets,
-                                           "time": 0})
+                                           "time": 0, "rows": 0})
         s["files"] += len(c.after) - len(c.before)
+        s["rows"] += sum(f.row_count for f in c.after) - sum(f.row_count for f in c.before)
         s["bytes"] += sum(f.file_size for f in c.after) - sum(f.file_size for f in c.before)
         for f in c.after:
             if f.creation_time:
@@ -230,7 +243,7 @@ def _partition_statistics(table: Any, changes: list[CompactChange]) -> list[Part
     return [
         PartitionStatistics.create(
             partition_spec={k: str(v) for k, v in partition_dict(table, p).items()},
-            record_count=0,
+            record_count=s["rows"],
             file_count=s["files"],
             file_size_in_bytes=s["bytes"],
             last_file_creation_time=s["time"] or int(time.time() * 1000),

@@ -113,9 +113,9 @@ def check_compactable(table: Any) -> None:
     name = table_name(table)
     if table.is_primary_key_table:
         raise NotCompactableError(
-            f"compaction of primary-key tables is not supported by this job; {name} has "
-            f"primary keys {list(table.primary_keys)}: compact it with Paimon's own "
-            "compaction (Flink 'compact' action or Spark procedure 'sys.compact')"
+            f"{name} has primary keys {list(table.primary_keys)}: this plan is the append "
+            "compaction's; primary-key tables are compacted per bucket by paimon.lsm "
+            "(compact() and the compact job choose it for them)"
         )
     options = table.options
     if options.deletion_vectors_enabled():

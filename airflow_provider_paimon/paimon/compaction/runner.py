@@ -99,8 +99,15 @@ def compact(
     before_commit: Callable[[int], None] | None = None,
     run_options: Mapping[str, Any] | None = None,
     snapshot_properties: Mapping[str, str] | None = None,
+    mode: str = "full",
+    unit_rewriter: Any = None,
 ) -> CompactionResult:
     """Compact ``table`` (already loaded on its branch) and return what happened.
+
+    Primary-key tables are compacted per bucket by ``paimon.lsm.compact``: ``mode``
+    ``full`` or ``minor`` (Paimon's universal picker), their options from the table and
+    ``run_options`` (``options`` is the append compaction's), ``unit_rewriter`` in place
+    of ``rewriter``. Append tables have one mode.
 
     ``max_retries`` is how many times a conflicting attempt is re-planned and re-run.
     ``before_commit(attempt)`` is a hook between rewrite and commit (tests use it to
@@ -110,6 +117,14 @@ def compact(
     writers refuse them. ``snapshot_properties`` go on the COMPACT snapshot (the Airflow
     run and Spark app behind it, ``paimon.commit_properties``).
     """
+    if getattr(table, "is_primary_key_table", False):
+        from ..lsm.compact import compact_primary_keys
+
+        return compact_primary_keys(
+            table, mode=mode, rewriter=unit_rewriter, partition_filter=partition_filter,
+            dry_run=dry_run, max_retries=max_retries, commit_user=commit_user,
+            before_commit=before_commit, run_options=run_options, snapshot_properties=snapshot_properties,
+        )
     if max_retries < 0:
         raise InvalidArgumentError(f"max retries must not be negative, got {max_retries}")
     branch = table_branch(table)

@@ -41,6 +41,8 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.lsm.engines import RowKindCheck
+from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
 
@@ -150,6 +152,9 @@ class PaimonWriter(DataSourceArrowWriter):
             write_batch = writer.write_arrow
         rows = 0
         static = self.plan.static_partition
+        # primary-key tables with rowkind.field: each batch's row kinds, checked before
+        # the writer sees it (a delete the merge engine cannot take writes nothing)
+        kinds = RowKindCheck.for_table(table, self.plan.opts.table)
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
@@ -159,9 +164,11 @@ class PaimonWriter(DataSourceArrowWriter):
                 batch = conform_batch(batch, target)
                 if static:
                     check_rows_in_partition(batch, static)
+                if kinds is not None:
+                    kinds.check(batch)
                 write_batch(batch)
                 rows += batch.num_rows
-            messages = writer.prepare_commit()
+            messages = with_delete_counts(table, writer.prepare_commit())
         except BaseException:
             writer.abort()
             raise

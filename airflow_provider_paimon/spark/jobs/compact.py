@@ -1,16 +1,23 @@
-"""Job entry point: compact a Paimon append table (or a branch of it) with Spark.
+"""Job entry point: compact a Paimon table (or a branch of it) with Spark.
 
 ``launcher.py compact --warehouse W --table db.t [--branch B]
 [--partition k=v,k2=v2]... [--where EXPR] [--option k=v]... [--dry-run]
-[--max-retries N]``
+[--max-retries N] [--mode full|minor]``
+
+Append tables: small files merged into target-size files (``paimon.compaction``).
+Primary-key tables: each bucket's LSM tree merged (``paimon.lsm``), ``--mode full``
+(default: every sorted run into one at the top level) or ``minor`` (Paimon's universal
+picker); ``--option`` takes ``num-sorted-run.compaction-trigger``, ``num-levels``,
+``compaction.max-size-amplification-percent``, ``compaction.size-ratio``,
+``target-file-size``.
 
 Prints ``PAIMON_RESULT {json}`` with ``files_before``, ``bytes_before``,
 ``files_after``, ``bytes_after``, ``snapshot_id`` (null when nothing was committed),
 ``committed``, ``duration_s``, ``bins``, ``message`` (and ``plan`` on a dry run),
 ``expired`` (what the expiry after the commit removed, as the writers expire: the
 table's ``snapshot.*`` retention unless ``write-only=true``; null when nothing went).
-Bad input (unknown table, branch or partition, a primary-key table, nonsensical
-options, a ``--where`` outside the whitelist of ``paimon/compaction/where.py``) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
+Bad input (unknown table, branch or partition, a table kind neither compaction
+handles, nonsensical options, a ``--where`` outside the whitelist of ``paimon/compaction/where.py``) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from ...paimon.compaction.plan import check_compactable, parse_partition_spec, p
 from ...paimon.compaction.runner import compact
 from ...paimon.compaction.where import table_partition_types, where_filter
 from ...paimon.errors import InvalidArgumentError
+from ...paimon.lsm.compact import check_lsm_compactable
+from ...paimon.lsm.options import LsmOptions, check_mode
 from .common import (
     ArgumentError,
     catalog_options,
@@ -39,7 +48,8 @@ log = logging.getLogger("airflow_provider_paimon.jobs.compact")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = new_parser("compact", "Merge small files of a Paimon append table into target-size files.")
+    parser = new_parser("compact", "Merge small files of a Paimon append table, or the LSM tree of a "
+                        "primary-key table.")
     parser.add_argument("--branch", default=None, help="branch to compact (default: main)")
     parser.add_argument(
         "--partition", action="append", default=[], metavar="K=V[,K2=V2]",
@@ -60,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="print the plan, commit nothing")
     parser.add_argument("--max-retries", type=int, default=3,
                         help="re-plans after a conflicting concurrent commit (default 3)")
+    parser.add_argument("--mode", default=None,
+                        help="primary-key tables: full (default) or minor (universal compaction)")
     parser.add_argument("--max-tasks", type=int, default=None,
                         help="Spark tasks for the rewrite (default: 2 x default parallelism)")
     return parser
@@ -76,7 +88,18 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     overrides = parse_key_values(args.option, "option")
     cat_options = catalog_options(args)
     table = load_table(open_catalog(args.warehouse, cat_options), args.table, args.branch)
-    check_compactable(table)
+    primary_keys = bool(table.is_primary_key_table)
+    if primary_keys:
+        mode = check_mode(args.mode or "full")
+        check_lsm_compactable(table)
+        LsmOptions.from_table(table, overrides)  # bad values refused before Spark starts
+    else:
+        if args.mode is not None:
+            raise ArgumentError(
+                f"--mode is for primary-key tables; {args.table} is an append table (drop --mode)"
+            )
+        mode = "full"
+        check_compactable(table)
     options = CompactionOptions.from_table(table, overrides)
 
     partition_filter = None
@@ -91,15 +114,19 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     spark = spark or job_spark_session("paimon-compact")
 
     from ..compaction import SparkBinRewriter
+    from ..lsm_compaction import SparkUnitRewriter
 
     rewriter = SparkBinRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
                                 max_tasks=args.max_tasks)
+    units = SparkUnitRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
+                              max_tasks=args.max_tasks) if primary_keys else None
     from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
 
     result = compact(
         table, options, rewriter=rewriter, partition_filter=partition_filter,
         dry_run=args.dry_run, max_retries=args.max_retries, run_options=overrides,
         snapshot_properties=commit_properties(spark_app_id=spark_app_id(spark)),
+        mode=mode, unit_rewriter=units,
     ).to_dict()
     result.update({"table": args.table, "branch": args.branch or "main"})
     if args.dry_run and result.get("plan"):

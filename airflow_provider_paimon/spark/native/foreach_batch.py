@@ -27,6 +27,11 @@ commits it through the ``paimon`` streaming sink's own commit
 ``checkpoint_location`` should be the query's own ``checkpointLocation`` (the state
 goes in its ``paimon-sink/`` folder, as the sink's does); it must not change while the
 query keeps its checkpoint. Append only: the sink's rules (``outputMode('append')``).
+
+Tables ``write_table`` cannot write (primary keys, fixed buckets, ...) are written by
+the ``paimon`` data source's own write tasks (``datasource.task_write``) and committed
+the same way, so a CDC stream into a primary-key table (row kinds through its
+``rowkind.field``) keeps the same exactly-once guarantees.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
-from .write import routed_events, write_files, write_options
+from .write import routed_events, unsupported_reason, write_files, write_options
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +90,14 @@ class ForeachBatchWriter:
             if done is not None and done.commit_identifier >= batch_id:
                 sink.commit([], batch_id)  # a replay: the sink drops it and republishes its event
                 return
-            task = write_files(spark, df, table, sink.plan)
-            sink.commit([task], batch_id)  # expires as the streaming sink does
+            tasks: list[Any]
+            if unsupported_reason(table) is None:
+                tasks = [write_files(spark, df, table, sink.plan)]
+            else:  # primary keys, buckets...: the data source's own write tasks
+                from ..datasource.task_write import run_write_tasks
+
+                tasks = list(run_write_tasks(df, sink._task_writer()))
+            sink.commit(tasks, batch_id)  # expires as the streaming sink does
 
 
 def foreach_batch_writer(
