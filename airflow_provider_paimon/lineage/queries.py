@@ -774,6 +774,7 @@ def table_history(
     return SnapshotHistory(start.database, start.table, start.branch, entries, next_before, cut is not None, reason)
 
 
+@functools.cache
 def _progress_query(limit: int) -> sa.Select:
     """A job's newest live source rows of one table and branch, newest snapshot first.
 

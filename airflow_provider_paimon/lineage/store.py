@@ -400,6 +400,13 @@ class LineageStore:
             [schema.source_snapshot_lineage, schema.sink_snapshot_lineage, schema.barrier_run], job
         )
 
+    def analyze(self) -> None:
+        """Refresh the database's statistics of the store's tables (``ANALYZE``): after a
+        bulk load, so the planner uses the lookup indexes (PostgreSQL needs it most)."""
+        from .engine import analyze
+
+        self.run("analyze", analyze, write=True)
+
     def read_table(self, name: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """All rows of one readable table, as (column names, rows) (for the Spark source)."""
         if name not in schema.READABLE_TABLES:
