@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from dag_run_results import table_rows
 
 RAW, CLEAN, MART, STATS = "ods.raw", "dwd.clean", "ads.mart", "ads.stats"
 TABLES = (RAW, CLEAN, MART, STATS)
@@ -77,13 +78,7 @@ def create_tables(warehouse: str) -> None:
 
 def rows(warehouse: str, name: str, branch: str | None = None) -> list[dict]:
     """A table read with plain pypaimon (the reference reader)."""
-    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-
-    table = load_table(open_catalog(warehouse), name, branch)
-    builder = table.new_read_builder()
-    splits = builder.new_scan().plan().splits()
-    out = builder.new_read().to_arrow(splits).to_pylist() if splits else []
-    return sorted(out, key=lambda r: r[SORT[name]])
+    return table_rows(warehouse, name, SORT[name], branch)
 
 
 class Pipeline:
