@@ -144,6 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "impact":
             cmd.add_argument("--onwards", action="store_true",
                              help="start from this and every later snapshot of the table")
+        cmd.add_argument("--include-retracted", action="store_true",
+                         help="also follow lineage of snapshots a rollback or fast-forward removed")
+    events = sub.add_parser("events", parents=[common],
+                            help="history events: rollbacks, fast-forwards, replace-mains, publishes")
+    events.add_argument("table", type=_table_arg, nargs="?", help="database.table (default: every table)")
+    events.add_argument("--limit", type=_depth_arg, default=20, help="newest events to list (at most 100)")
+    fill = sub.add_parser("fill-identities", parents=[common],
+                          help="give rows written before identities their snapshot's identity, read from the "
+                               "tables (marks what cannot be told unknown)")
+    fill.add_argument("--warehouse", required=True, help="the warehouse the tables of the store live in")
+    fill.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                      help="a catalog option (repeatable); secret ones are better in $PAIMON_CATALOG_OPTIONS_JSON")
+    fill.add_argument("--table", type=_table_arg, help="only this table (database.table)")
     for name, text in (("delete-table-lineage", "delete the table lineage created by a job"),
                        ("delete-data-lineage", "delete the data lineage created by a job")):
         cmd = sub.add_parser(name, parents=[common], help=text)
@@ -210,10 +223,25 @@ def _run(args: argparse.Namespace, out: Any) -> int:
                     for db, t in graph.tables]
             rows = [(d["database"], d["table"], ", ".join(d["readers"]), ", ".join(d["writers"])) for d in data]
             return _emit(as_json, data, ("database", "table", "read by", "written by"), rows, out)
+        if cmd == "events":
+            from .history_events import history_events
+
+            db, tbl = (args.table[0], args.table[1]) if args.table else (None, None)
+            found = history_events(store, db, tbl, limit=args.limit)
+            rows = [(e.event_id, e.create_time.isoformat(timespec="seconds"), e.kind, f"{e.database}.{e.table}",
+                     e.branch, _event_summary(e.detail)) for e in found]
+            return _emit(as_json, [e.to_dict() for e in found], ("event", "time", "kind", "table", "branch", "what"),
+                         rows, out)
+        if cmd == "fill-identities":
+            counts = _fill(store, args)
+            rows = [(k, v) for k, v in counts.items()]
+            return _emit(as_json, counts, ("outcome", "rows"), rows, out)
         database, table, branch = args.table
         branch = args.branch or branch
+        retracted = args.include_retracted
         if cmd == "cascade":
-            plan = cascade.plan_cascade(store, database, table, args.snapshot, branch=branch, depth=args.depth)
+            plan = cascade.plan_cascade(store, database, table, args.snapshot, branch=branch, depth=args.depth,
+                                        include_retracted=retracted)
             rows = [(n, t.name, "(empty)" if t.branch_point is None else t.branch_point, _ranges(t.bad_snapshots),
                      ", ".join(t.jobs), ", ".join(t.upstreams)) for n, t in enumerate(plan.tables, start=1)]
             _warn_truncated(plan.truncated_reason)
@@ -221,16 +249,53 @@ def _run(args: argparse.Namespace, out: Any) -> int:
                          rows, out)
         if cmd == "impact":
             report = queries.impact(store, database, table, args.snapshot, branch=branch,
-                                    depth=args.depth, onwards=args.onwards)
+                                    depth=args.depth, onwards=args.onwards, include_retracted=retracted)
             rows = [(t.database, t.table, t.branch, ", ".join(map(str, t.snapshot_ids)), ", ".join(t.jobs), t.min_depth)
                     for t in report.tables]
             _warn_truncated(report.truncated_reason)
             return _emit(as_json, report, ("database", "table", "branch", "snapshots", "jobs", "depth"), rows, out)
-        result = queries.walk_bounded(store, cmd, database, table, args.snapshot, branch=branch, depth=args.depth)
+        result = queries.walk_bounded(store, cmd, database, table, args.snapshot, branch=branch, depth=args.depth,
+                                      include_retracted=retracted)
         nodes = result.nodes
         _warn_truncated(result.reason)
-        rows = [(n.depth, n.database, n.table, n.branch, n.snapshot_id, n.job, n.barrier_id) for n in nodes]
-        return _emit(as_json, nodes, ("depth", "database", "table", "branch", "snapshot", "job", "barrier"), rows, out)
+        rows = [(n.depth, n.database, n.table, n.branch, str(n.snapshot_id) + (" (retracted)" if n.retracted else ""),
+                 n.job, n.barrier_id, (n.identity or "unknown")[:12]) for n in nodes]
+        return _emit(as_json, nodes, ("depth", "database", "table", "branch", "snapshot", "job", "barrier", "commit"),
+                     rows, out)
+
+
+def _event_summary(detail: dict[str, Any]) -> str:
+    """One line of an event's detail for the text table."""
+    parts = []
+    if "removed" in detail:
+        parts.append("removed " + (_ranges([r["snapshot_id"] for r in detail["removed"]]) or "none"))
+    if "target_snapshot_id" in detail:
+        parts.append(f"target {detail['target_snapshot_id']}")
+    if "branch" in detail:
+        parts.append(f"from branch {detail['branch']}")
+    if "main_snapshot_id" in detail:
+        parts.append(f"main now {detail['main_snapshot_id']}")
+    if "tables" in detail:
+        parts.append("with " + ", ".join(t["table"] for t in detail["tables"]))
+    return "; ".join(parts)
+
+
+def _fill(store: LineageStore, args: argparse.Namespace) -> dict[str, int]:
+    """``fill-identities``: open the tables in the warehouse and check the rows not checked yet."""
+    import os
+
+    from ..paimon.catalog import load_table, open_catalog
+    from .identity_fill import fill_identities
+
+    options: dict[str, str] = json.loads(os.environ.get("PAIMON_CATALOG_OPTIONS_JSON") or "{}")
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidLineageArgumentError("--option must be KEY=VALUE (a catalog option)")
+        options[key.strip()] = value
+    catalog = open_catalog(args.warehouse, options)
+    db, tbl = (args.table[0], args.table[1]) if args.table else (None, None)
+    return fill_identities(store, lambda d, t: load_table(catalog, f"{d}.{t}"), database=db, table=tbl)
 
 
 def _ranges(ids: Sequence[int]) -> str:

@@ -8,11 +8,12 @@ are different data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ..paimon.errors import InvalidNameError
 from ..paimon.names import MAIN_BRANCH, UNICODE_PROFILE, validate_branch_name
+from ..paimon.snapshot_identity import SnapshotIdentity
 from .errors import InvalidLineageArgumentError
 
 #: Longest job, database, table or branch name the store keeps (VARCHAR length).
@@ -103,6 +104,11 @@ class DataLineage:
 
     Key: job, barrier_id, database, table. Barrier ids start at 0 (Spark micro-batch
     ids do); Paimon snapshot ids start at 1.
+
+    ``identity``: the commit the snapshot is (``paimon.snapshot_identity``), read from
+    the snapshot when it was consumed or produced; ``None`` when unknown. Read back from
+    the store, ``identity_status`` says where it came from and ``retracted_at`` /
+    ``retracted_by`` whether the snapshot was removed since (both ignored on writes).
     """
 
     job: str
@@ -112,6 +118,10 @@ class DataLineage:
     snapshot_id: int
     branch: str = MAIN_BRANCH
     create_time: datetime | None = None
+    identity: SnapshotIdentity | None = None
+    identity_status: str | None = field(default=None, compare=False)
+    retracted_at: datetime | None = field(default=None, compare=False)
+    retracted_by: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         check_name("job", self.job)
@@ -121,6 +131,7 @@ class DataLineage:
         check_id("snapshot_id", self.snapshot_id, 1)
         object.__setattr__(self, "branch", check_branch(self.branch))
         object.__setattr__(self, "create_time", normalize_time(self.create_time))
+        check_identity(self.identity)
 
     @property
     def table_lineage(self) -> TableLineage:
@@ -176,20 +187,41 @@ class LineageFilter:
         )
 
 
+def check_identity(value: object) -> SnapshotIdentity | None:
+    """``value`` if it is a ``SnapshotIdentity`` (or ``None``), else a clear error."""
+    if value is not None and not isinstance(value, SnapshotIdentity):
+        raise InvalidLineageArgumentError(
+            f"identity must be a paimon.snapshot_identity.SnapshotIdentity or None, got {type(value).__name__}"
+        )
+    if value is not None:
+        check_name("commit_user", value.commit_user)
+        for name in ("commit_identifier", "time_millis"):
+            if isinstance(getattr(value, name), bool) or not isinstance(getattr(value, name), int):
+                raise InvalidLineageArgumentError(f"identity {name} must be an integer, got {getattr(value, name)!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class SnapshotRef:
-    """One snapshot of one table (on a branch): a node of the data lineage graph."""
+    """One snapshot of one table (on a branch): a node of the data lineage graph.
+
+    ``identity`` (optional) is the commit the snapshot is; two refs with the same id
+    but different identities are different commits (a rollback reused the id). It does
+    not take part in ``==`` (refs compare by name and id, as before).
+    """
 
     database: str
     table: str
     snapshot_id: int
     branch: str = MAIN_BRANCH
+    identity: SnapshotIdentity | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         check_name("database", self.database)
         check_name("table", self.table)
         check_id("snapshot_id", self.snapshot_id, 1)
         object.__setattr__(self, "branch", check_branch(self.branch))
+        check_identity(self.identity)
 
     def __str__(self) -> str:
         suffix = "" if self.branch == MAIN_BRANCH else f"$branch_{self.branch}"

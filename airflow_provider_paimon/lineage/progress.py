@@ -12,7 +12,7 @@ from typing import Any
 
 from airflow_provider_paimon.paimon.catchup import SourceRef
 
-from .queries import max_consumed_snapshot
+from .queries import consumed_snapshots, max_consumed_snapshot
 from .store import LineageStore
 
 
@@ -31,6 +31,12 @@ class StoreProgress:
     def consumed(self, job: str, source: SourceRef) -> int | None:
         return max_consumed_snapshot(self.store, job, source.database, source.table, source.branch)
 
+    def consumed_snapshots(self, job: str, source: SourceRef, *, below: int | None = None,
+                           limit: int = 16) -> list[tuple[int, Any]]:
+        """Consumed snapshots with their identities, newest first (``paimon.catchup.consumed_live``)."""
+        return consumed_snapshots(self.store, job, source.database, source.table, source.branch,
+                                  below=below, limit=limit)
+
     def close(self) -> None:
         self.store.close()
 
@@ -46,6 +52,10 @@ class NoLineageYet:
 
     def consumed(self, job: str, source: SourceRef) -> int | None:
         return None
+
+    def consumed_snapshots(self, job: str, source: SourceRef, *, below: int | None = None,
+                           limit: int = 16) -> list[tuple[int, Any]]:
+        return []
 
 
 def _ref(row: Any) -> SourceRef:

@@ -19,10 +19,11 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 
+from ..paimon.snapshot_identity import DIGEST_LENGTH, SnapshotIdentity
 from . import schema
 from .entities import SnapshotRef, check_id, check_name
 from .errors import InvalidLineageArgumentError
@@ -82,6 +83,10 @@ class LineageNode:
     depth: int
     job: str
     barrier_id: int | str
+    #: the commit the snapshot is (``paimon.snapshot_identity`` digest); None: unknown
+    identity: str | None = None
+    #: the snapshot was removed since (a rollback or fast-forward); only listed when asked
+    retracted: bool = False
 
     @property
     def ref(self) -> SnapshotRef:
@@ -163,6 +168,18 @@ def _start(database: str, table: str, snapshot_id: int, branch: str | None) -> S
                        check_id("snapshot_id", snapshot_id, 1), branch or "main")
 
 
+def check_digest(identity: object) -> str | None:
+    """``identity`` if it is a snapshot identity digest (or None), else a clear error."""
+    if identity is None:
+        return None
+    if not isinstance(identity, str) or len(identity) != DIGEST_LENGTH or not all(
+            c in "0123456789abcdef" for c in identity):
+        raise InvalidLineageArgumentError(
+            f"identity must be a {DIGEST_LENGTH}-character hex digest (a node's 'identity'), got {identity!r}"
+        )
+    return identity
+
+
 def _check_depth(depth: object) -> int:
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise InvalidLineageArgumentError(f"depth must be an integer from 1 to {MAX_DEPTH}, got {depth!r}")
@@ -178,26 +195,52 @@ def _sides(direction: Direction) -> tuple[sa.Table, sa.Table]:
     raise InvalidLineageArgumentError(f"direction must be 'upstream' or 'downstream', got {direction!r}")
 
 
+HopKind = Literal["onwards", "identity", "ids"]
+
+
+def _live(t: Any, include_retracted: bool) -> list:
+    return [] if include_retracted else [t.c.retracted_at.is_(None)]
+
+
 @functools.cache
-def _hop_query(direction: Direction, onwards: bool) -> sa.Select:
+def _hop_query(direction: Direction, kind: HopKind, include_retracted: bool = False) -> sa.Select:
     """One hop from some snapshots of one table, at most ``:lim`` rows (built once).
 
-    Parameters: db, tbl, br, lim and either snap (``onwards``: every snapshot >= snap)
-    or snaps (a list: exactly those snapshots). The Paimon lineage proposal's one-hop join, batched.
+    The Paimon lineage proposal's one-hop join, batched; the near rows are found by
+    ``kind``:
+
+    * ``onwards``: db, tbl, br and every snapshot >= ``:snap`` (any identity);
+    * ``identity``: db, tbl and ``snapshot_identity IN :idents``, on any branch (a copy
+      made by a branch or a fast-forward is the same commit);
+    * ``ids``: db, tbl, br, ``snapshot_id IN :snaps`` among rows without an identity:
+      rows never checked (``identity_status`` NULL: written before identities) match a
+      known node too, rows the identity migration marked ``unknown`` only the ids in
+      ``:unknown_snaps`` (nodes whose identity is unknown as well).
+
+    Rows of retracted snapshots (removed by a rollback or fast-forward) are neither
+    stepped from nor to unless ``include_retracted``.
     """
     near_t, far_t = _sides(direction)
     near, far = near_t.alias("near"), far_t.alias("far")
     joined = near.join(far, sa.and_(near.c.job == far.c.job, near.c.barrier_id == far.c.barrier_id))
-    if onwards:
-        snap_cond = near.c.snapshot_id >= sa.bindparam("snap", type_=sa.BigInteger())
+    where = [near.c.database == sa.bindparam("db", type_=schema.NAME),
+             near.c["table"] == sa.bindparam("tbl", type_=schema.NAME)]
+    if kind == "onwards":
+        where += [near.c.branch == sa.bindparam("br", type_=schema.NAME),
+                  near.c.snapshot_id >= sa.bindparam("snap", type_=sa.BigInteger())]
+    elif kind == "identity":
+        where.append(near.c.snapshot_identity.in_(sa.bindparam("idents", expanding=True)))
     else:
-        snap_cond = near.c.snapshot_id.in_(sa.bindparam("snaps", expanding=True))
+        where += [near.c.branch == sa.bindparam("br", type_=schema.NAME),
+                  near.c.snapshot_id.in_(sa.bindparam("snaps", expanding=True)),
+                  near.c.snapshot_identity.is_(None),
+                  sa.or_(near.c.identity_status.is_(None),
+                         near.c.snapshot_id.in_(sa.bindparam("unknown_snaps", expanding=True)))]
     return (
-        sa.select(far.c.database, far.c["table"], far.c.branch, far.c.snapshot_id, far.c.job, far.c.barrier_id)
+        sa.select(far.c.database, far.c["table"], far.c.branch, far.c.snapshot_id, far.c.job, far.c.barrier_id,
+                  far.c.snapshot_identity, far.c.retracted_at)
         .select_from(joined)
-        .where(near.c.database == sa.bindparam("db", type_=schema.NAME),
-               near.c["table"] == sa.bindparam("tbl", type_=schema.NAME),
-               near.c.branch == sa.bindparam("br", type_=schema.NAME), snap_cond)
+        .where(*where, *_live(near, include_retracted), *_live(far, include_retracted))
         .limit(sa.bindparam("lim", type_=sa.Integer()))
     )
 
@@ -299,30 +342,76 @@ def _reasons(budget: Budget, depth: int) -> dict[str, str]:
     }
 
 
+def start_identity(conn: sa.Connection, start: SnapshotRef, include_retracted: bool = False) -> str | None:
+    """The identity (digest) snapshot ``start`` names now, from the store; ``None``: unknown.
+
+    The live rows of that id (not retracted) say which commit it is; when a rollback
+    the store was not told of left two commits under one id, the newer commit (by its
+    ``timeMillis``) is the one the table holds (ids are only reused after the older
+    one was removed). Rows without an identity give ``None``.
+    """
+    newest: tuple[int, str] | None = None
+    for t in (schema.sink_snapshot_lineage, schema.source_snapshot_lineage):
+        stmt = (sa.select(t.c.snapshot_identity, t.c.commit_time)
+                .where(t.c.database == start.database, t.c["table"] == start.table, t.c.branch == start.branch,
+                       t.c.snapshot_id == start.snapshot_id, t.c.snapshot_identity.is_not(None),
+                       *_live(t, include_retracted))
+                .order_by(t.c.commit_time.desc()).limit(1))
+        row = conn.execute(stmt).first()
+        if row is not None and (newest is None or int(row[1] or 0) > newest[0]):
+            newest = (int(row[1] or 0), str(row[0]))
+    return None if newest is None else newest[1]
+
+
+#: A node of a walk: (database, table, branch, snapshot id, identity digest or None).
+NodeKey = tuple[str, str, str, "int | str", "str | None"]
+
+
 def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: int, onwards: bool,
-         budget: Budget, began: float, job_filter: JobFilter | None) -> tuple[dict[tuple, tuple], str | None]:
+         budget: Budget, began: float, job_filter: JobFilter | None, include_retracted: bool = False,
+         identity: str | None = None) -> tuple[dict[tuple, tuple], str | None]:
     """Breadth-first walk: each snapshot is expanded at most once, whatever the cycles.
 
-    Rows of jobs ``job_filter`` rejects are neither listed nor stepped through.
+    A node is a snapshot *and its identity*: a hop from a known identity only joins
+    rows recorded for that commit (on any branch: copies keep it), so a reused id never
+    joins two commits. Rows of jobs ``job_filter`` rejects are neither listed nor
+    stepped through.
 
-    Returns {(db, table, branch, snapshot): (depth, job, barrier)} and the reason the
-    walk stopped early (None when it saw everything within ``depth``).
+    Returns {(db, table, branch, snapshot, identity): (depth, job, barrier, retracted)}
+    and the reason the walk stopped early (None when it saw everything within ``depth``).
     """
     deadline = began + budget.timeout_s
     best: dict[tuple, tuple] = {}
-    expanded: set[tuple] = set() if onwards else {(start.database, start.table, start.branch, start.snapshot_id)}
+    if onwards:
+        start_key = None
+    else:
+        ident = identity if identity is not None else start_identity(conn, start, include_retracted)
+        start_key = (start.database, start.table, start.branch, start.snapshot_id, ident)
+    expanded: set[tuple] = set() if start_key is None else {start_key}
     rows_left = budget.max_rows
-    # The frontier, per table: the snapshots to step from next.
-    frontier: dict[tuple[str, str, str], list] = {(start.database, start.table, start.branch): [start.snapshot_id]}
+    # The frontier, per table and branch: the nodes (snapshot, identity) to step from next.
+    frontier: dict[tuple[str, str, str], list[tuple[int | str, str | None]]] = (
+        {(start.database, start.table, start.branch): [(start.snapshot_id, None)]} if start_key is None
+        else {start_key[:3]: [(start.snapshot_id, start_key[4])]})
     first = True
 
     def batches(hop_onwards: bool) -> Iterator[tuple[sa.Select, dict]]:
-        for (db, tbl, br), snaps in frontier.items():
+        for (db, tbl, br), nodes in frontier.items():
             if hop_onwards:
-                yield _hop_query(direction, True), {"db": db, "tbl": tbl, "br": br, "snap": snaps[0]}
+                yield (_hop_query(direction, "onwards", include_retracted),
+                       {"db": db, "tbl": tbl, "br": br, "snap": nodes[0][0]})
                 continue
+            idents = sorted({i for _, i in nodes if i is not None})
+            for i in range(0, len(idents), _BATCH):
+                yield (_hop_query(direction, "identity", include_retracted),
+                       {"db": db, "tbl": tbl, "idents": idents[i:i + _BATCH]})
+            snaps = sorted({s for s, _ in nodes}, key=_id_order)
+            unknown = {s for s, i in nodes if i is None}
             for i in range(0, len(snaps), _BATCH):
-                yield _hop_query(direction, False), {"db": db, "tbl": tbl, "br": br, "snaps": snaps[i:i + _BATCH]}
+                chunk = snaps[i:i + _BATCH]
+                yield (_hop_query(direction, "ids", include_retracted),
+                       {"db": db, "tbl": tbl, "br": br, "snaps": chunk,
+                        "unknown_snaps": [x for x in chunk if x in unknown] or [-1]})
 
     for level in range(1, depth + 1):
         found: dict[tuple, tuple] = {}
@@ -332,10 +421,11 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
                 rows = _fetch(conn, stmt, {**params, "lim": rows_left + 1}, deadline)
                 over = len(rows) > rows_left
                 rows_left -= min(len(rows), rows_left)
-                for db, tbl, br, snap, job, barrier in rows[: len(rows) - over]:
+                for db, tbl, br, snap, job, barrier, ident, retracted in rows[: len(rows) - over]:
                     if job_filter is not None and not job_filter(job):
                         continue
-                    key, candidate = (db, tbl, br, _stored_id(snap)), (level, job, _stored_id(barrier))
+                    key = (db, tbl, br, _stored_id(snap), None if ident is None else str(ident))
+                    candidate = (level, job, _stored_id(barrier), retracted is not None)
                     if key not in best and (key not in found or _tie_order(candidate) < _tie_order(found[key])):
                         found[key] = candidate
                 if over:
@@ -353,7 +443,7 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
         for key in found:
             if key not in expanded:
                 expanded.add(key)
-                frontier.setdefault(key[:3], []).append(key[3])
+                frontier.setdefault(key[:3], []).append((key[3], key[4]))
         if not frontier:
             return best, None
     # Depth reached with snapshots not followed: is there anything beyond them?
@@ -368,7 +458,7 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
 
 
 def _tie_order(candidate: tuple) -> tuple:
-    level, job, barrier = candidate
+    level, job, barrier = candidate[:3]
     return (level, job, _id_order(barrier))
 
 
@@ -388,8 +478,15 @@ def walk_bounded(
     onwards: bool = False,
     budget: Budget | None = None,
     job_filter: JobFilter | None = None,
+    include_retracted: bool = False,
+    identity: str | None = None,
 ) -> LineageWalk:
     """Snapshots up to ``depth`` hops up- or downstream of one snapshot, within a budget.
+
+    The walk follows identities: it starts from the commit ``snapshot_id`` names now
+    (``start_identity``; ``identity`` picks another one, e.g. a rolled-back commit with
+    ``include_retracted``) and each hop joins only rows of the same commits. Rows of
+    snapshots a rollback or fast-forward removed are skipped unless ``include_retracted``.
 
     Each node is listed once, at its smallest depth (ties: smallest job, barrier).
     ``onwards`` starts from every snapshot ``>= snapshot_id`` of the table instead of
@@ -408,10 +505,13 @@ def walk_bounded(
         raise InvalidLineageArgumentError(f"budget must be a queries.Budget, got {type(budget).__name__}")
     if not isinstance(onwards, bool):
         raise InvalidLineageArgumentError(f"onwards must be True or False, got {onwards!r}")
+    if not isinstance(include_retracted, bool):
+        raise InvalidLineageArgumentError(f"include_retracted must be True or False, got {include_retracted!r}")
+    identity = check_digest(identity)
     began = time.monotonic()
-    best, reason = store.run(f"{direction} lineage",
-                             lambda conn: _bfs(conn, direction, start, depth, onwards, budget, began, job_filter))
-    nodes = [LineageNode(k[0], k[1], k[2], k[3], int(v[0]), v[1], v[2]) for k, v in best.items()]
+    best, reason = store.run(f"{direction} lineage", lambda conn: _bfs(
+        conn, direction, start, depth, onwards, budget, began, job_filter, include_retracted, identity))
+    nodes = [LineageNode(k[0], k[1], k[2], k[3], int(v[0]), v[1], v[2], k[4], bool(v[3])) for k, v in best.items()]
     nodes.sort(key=lambda n: (n.depth, n.database, n.table, n.branch, _id_order(n.snapshot_id), n.job))
     return LineageWalk(nodes, reason is not None, _reasons(budget, depth)[reason] if reason else None)
 
@@ -428,6 +528,7 @@ def walk(
     onwards: bool = False,
     recursive_cte: bool | None = None,
     budget: Budget | None = None,
+    include_retracted: bool = False,
 ) -> list[LineageNode]:
     """The nodes of ``walk_bounded`` (which also says whether the answer was cut short).
 
@@ -438,17 +539,21 @@ def walk(
     if recursive_cte is not None and not isinstance(recursive_cte, bool):
         raise InvalidLineageArgumentError(f"recursive_cte must be True, False or None, got {recursive_cte!r}")
     return walk_bounded(store, direction, database, table, snapshot_id, branch=branch, depth=depth,
-                        onwards=onwards, budget=budget).nodes
+                        onwards=onwards, budget=budget, include_retracted=include_retracted).nodes
 
 
-def upstream(store: LineageStore, database: str, table: str, snapshot_id: int, *, branch: str | None = None, depth: int = 1) -> list[LineageNode]:
+def upstream(store: LineageStore, database: str, table: str, snapshot_id: int, *, branch: str | None = None,
+             depth: int = 1, include_retracted: bool = False) -> list[LineageNode]:
     """Source snapshots the given snapshot was built from, up to ``depth`` hops."""
-    return walk(store, "upstream", database, table, snapshot_id, branch=branch, depth=depth)
+    return walk(store, "upstream", database, table, snapshot_id, branch=branch, depth=depth,
+                include_retracted=include_retracted)
 
 
-def downstream(store: LineageStore, database: str, table: str, snapshot_id: int, *, branch: str | None = None, depth: int = 1) -> list[LineageNode]:
+def downstream(store: LineageStore, database: str, table: str, snapshot_id: int, *, branch: str | None = None,
+               depth: int = 1, include_retracted: bool = False) -> list[LineageNode]:
     """Sink snapshots built from the given snapshot, up to ``depth`` hops."""
-    return walk(store, "downstream", database, table, snapshot_id, branch=branch, depth=depth)
+    return walk(store, "downstream", database, table, snapshot_id, branch=branch, depth=depth,
+                include_retracted=include_retracted)
 
 
 def impact(
@@ -462,6 +567,7 @@ def impact(
     onwards: bool = False,
     budget: Budget | None = None,
     job_filter: JobFilter | None = None,
+    include_retracted: bool = False,
 ) -> ImpactReport:
     """Every downstream (table, snapshot) derived from a source snapshot, per table.
 
@@ -471,7 +577,7 @@ def impact(
     """
     start = _start(database, table, snapshot_id, branch)
     result = walk_bounded(store, "downstream", database, table, snapshot_id, branch=branch, depth=depth,
-                          onwards=onwards, budget=budget, job_filter=job_filter)
+                          onwards=onwards, budget=budget, job_filter=job_filter, include_retracted=include_retracted)
     nodes = result.nodes
     grouped: dict[tuple[str, str, str], list[LineageNode]] = {}
     for node in nodes:
@@ -694,13 +800,49 @@ def table_history(
     return SnapshotHistory(start.database, start.table, start.branch, entries, next_before, cut is not None, reason)
 
 
+@functools.cache
+def _progress_query(limit: int) -> sa.Select:
+    """A job's newest live source rows of one table and branch, newest snapshot first.
+
+    ``ORDER BY snapshot_id DESC LIMIT n`` walks the ``(job, database, table,
+    snapshot_id)`` index backwards and stops after ``n`` rows of the branch, so its cost
+    does not grow with the job's history (a ``MAX(...)`` over the same rows reads all of
+    them on MySQL/MariaDB).
+    """
+    t = schema.source_snapshot_lineage
+    return (sa.select(t.c.snapshot_id, t.c.commit_user, t.c.commit_identifier, t.c.commit_time)
+            .where(t.c.job == sa.bindparam("job", type_=schema.NAME),
+                   t.c.database == sa.bindparam("db", type_=schema.NAME),
+                   t.c["table"] == sa.bindparam("tbl", type_=schema.NAME),
+                   t.c.branch == sa.bindparam("br", type_=schema.NAME),
+                   t.c.snapshot_id < sa.bindparam("below", type_=sa.BigInteger()),
+                   t.c.retracted_at.is_(None))
+            .order_by(t.c.snapshot_id.desc()).limit(limit))
+
+
+def consumed_snapshots(store: LineageStore, job: str, database: str, table: str, branch: str, *,
+                       below: int | None = None, limit: int = 16) -> list[tuple[int, SnapshotIdentity | None]]:
+    """The snapshots of ``database.table`` (``branch``) that ``job`` consumed, newest first.
+
+    At most ``limit`` distinct ids below ``below`` (None: all), each with the identity
+    the row recorded (None: unknown); retracted rows are skipped. The catch-up check
+    takes the first whose identity is the live snapshot's (a reused id is not progress).
+    """
+    stmt = _progress_query(limit)
+    params = {"job": job, "db": database, "tbl": table, "br": branch,
+              "below": schema.MAX_ID if below is None else below}
+    rows = store.run("read consumed snapshots", lambda conn: conn.execute(stmt, params).all())
+    out: dict[int, SnapshotIdentity | None] = {}
+    for snap, user, ident, millis in rows:
+        known = SnapshotIdentity.from_fields(user, ident, millis)
+        if int(snap) not in out or out[int(snap)] is None:
+            out[int(snap)] = known
+    return sorted(out.items(), reverse=True)
+
+
 def max_consumed_snapshot(store: LineageStore, job: str, database: str, table: str, branch: str) -> int | None:
     """Highest snapshot id of ``database.table`` (on ``branch``) that any barrier of
-    ``job`` consumed, or ``None`` when it consumed none: one MAX query, however many
-    barriers the job has run."""
-    t = schema.source_snapshot_lineage
-    query = sa.select(sa.func.max(t.c.snapshot_id)).where(
-        t.c.job == job, t.c.database == database, t.c.table == table, t.c.branch == branch
-    )
-    value = store.run("read consumed snapshot", lambda conn: conn.execute(query).scalar())
-    return None if value is None else int(value)
+    ``job`` consumed (retracted rows left out), or ``None`` when it consumed none: one
+    index walk (``ORDER BY snapshot_id DESC LIMIT 1``), however many barriers the job has run."""
+    found = consumed_snapshots(store, job, database, table, branch, limit=1)
+    return found[0][0] if found else None

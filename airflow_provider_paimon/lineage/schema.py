@@ -5,8 +5,21 @@ Version 1 is the Paimon lineage proposal's schema exactly: ``source_job_lineage`
 ``source_snapshot_lineage``/``sink_snapshot_lineage`` (job, barrier_id, database,
 table, snapshot_id, create_time; key job+barrier_id+database+table) and ``options``.
 Later versions only add (a ``branch`` column, lookup indexes, the barrier sequence,
-``barrier_run``: the Airflow task try and Spark application of each barrier), so the
-Paimon lineage proposal's SQL keeps running on the store. ``schema_version`` holds one row per
+``barrier_run``: the Airflow task try and Spark application of each barrier; version 5:
+each snapshot row's identity and retraction, and ``lineage_event``, the history events),
+so the Paimon lineage proposal's SQL keeps running on the store.
+
+Identity (version 5). A snapshot id is not an identity (rollback reuses ids;
+fast-forward and replace-main rewrite main), so every snapshot row also records the
+commit it names, read from the snapshot file: ``commit_user``, ``commit_identifier``,
+``commit_time`` (its ``timeMillis``) and ``snapshot_identity``, their digest
+(``paimon.snapshot_identity``), which walks compare. ``identity_status`` says where the
+identity came from: ``recorded`` (captured with the row), ``filled`` (the identity
+migration read it from the live snapshot), ``unknown`` (the migration could not tell:
+never guessed); NULL for a row written before version 5 or by a writer that gave none.
+``retracted_at``/``retracted_by``: the snapshot the row names no longer exists (a
+rollback or fast-forward removed it); the row is kept for audit and walks skip it
+unless asked. ``schema_version`` holds one row per
 applied migration; a store whose version is newer than ``LATEST_VERSION`` is refused
 rather than written with an old idea of the schema.
 
@@ -24,11 +37,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from ..paimon.snapshot_identity import DIGEST_LENGTH
 from .errors import SchemaVersionError
 
 NAME = sa.String(255)
 TIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 ID = sa.BigInteger()
+#: Largest value of an ``ID`` column.
+MAX_ID = 2**63 - 1
 
 SOURCE_JOB = "source_job_lineage"
 SINK_JOB = "sink_job_lineage"
@@ -38,10 +54,11 @@ OPTIONS = "options"
 BARRIER_SEQUENCE = "barrier_sequence"
 SCHEMA_VERSION = "schema_version"
 BARRIER_RUN = "barrier_run"
+LINEAGE_EVENT = "lineage_event"
 
 #: The tables users may read (the Spark ``paimon-lineage`` source offers these):
 #: the proposal's five and ``barrier_run``, the Airflow try and Spark app of each barrier.
-READABLE_TABLES = (SOURCE_JOB, SINK_JOB, SOURCE_SNAPSHOT, SINK_SNAPSHOT, OPTIONS, BARRIER_RUN)
+READABLE_TABLES = (SOURCE_JOB, SINK_JOB, SOURCE_SNAPSHOT, SINK_SNAPSHOT, OPTIONS, BARRIER_RUN, LINEAGE_EVENT)
 JOB_TABLES = (SOURCE_JOB, SINK_JOB)
 SNAPSHOT_TABLES = (SOURCE_SNAPSHOT, SINK_SNAPSHOT)
 
@@ -58,7 +75,21 @@ def _job_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
     return sa.Table(name, md, *cols)
 
 
-def _snapshot_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
+#: The identity and retraction columns of the snapshot tables (version 5), all nullable.
+IDENTITY_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("snapshot_identity", sa.String(DIGEST_LENGTH)),
+    ("commit_user", NAME),
+    ("commit_identifier", ID),
+    ("commit_time", ID),
+    ("identity_status", sa.String(16)),
+    ("retracted_at", TIME),
+    ("retracted_by", NAME),
+)
+#: ``identity_status`` values.
+RECORDED, FILLED, UNKNOWN = "recorded", "filled", "unknown"
+
+
+def _snapshot_table(md: sa.MetaData, name: str, with_branch: bool, with_identity: bool = False) -> sa.Table:
     cols: list[sa.Column[Any]] = [
         sa.Column("job", NAME, primary_key=True),
         sa.Column("barrier_id", ID, primary_key=True, autoincrement=False),
@@ -69,6 +100,8 @@ def _snapshot_table(md: sa.MetaData, name: str, with_branch: bool) -> sa.Table:
     ]
     if with_branch:
         cols.append(sa.Column("branch", NAME, nullable=False, server_default="main"))
+    if with_identity:
+        cols.extend(sa.Column(col, kind, nullable=True) for col, kind in IDENTITY_COLUMNS)
     return sa.Table(name, md, *cols)
 
 
@@ -90,8 +123,8 @@ _options_table(proposal_metadata)
 metadata = sa.MetaData()
 source_job_lineage = _job_table(metadata, SOURCE_JOB, with_branch=True)
 sink_job_lineage = _job_table(metadata, SINK_JOB, with_branch=True)
-source_snapshot_lineage = _snapshot_table(metadata, SOURCE_SNAPSHOT, with_branch=True)
-sink_snapshot_lineage = _snapshot_table(metadata, SINK_SNAPSHOT, with_branch=True)
+source_snapshot_lineage = _snapshot_table(metadata, SOURCE_SNAPSHOT, with_branch=True, with_identity=True)
+sink_snapshot_lineage = _snapshot_table(metadata, SINK_SNAPSHOT, with_branch=True, with_identity=True)
 options = _options_table(metadata)
 barrier_sequence = sa.Table(
     BARRIER_SEQUENCE,
@@ -114,6 +147,21 @@ barrier_run = sa.Table(
     sa.Column("spark_app_id", NAME, nullable=True),
     sa.Column("create_time", TIME, nullable=False),
 )
+# History events (version 5): a rollback, fast-forward, replace-main or publish, with
+# what it removed and what its new snapshots derive from (``detail``: JSON).
+lineage_event = sa.Table(
+    LINEAGE_EVENT,
+    metadata,
+    sa.Column("event_id", ID.with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("database", NAME, nullable=False),
+    sa.Column("table", NAME, nullable=False),
+    sa.Column("branch", NAME, nullable=False),
+    sa.Column("create_time", TIME, nullable=False),
+    # what makes the operation unique (a retried task records it once)
+    sa.Column("event_key", NAME, nullable=False),
+    sa.Column("detail", sa.Text(), nullable=False),
+)
 schema_version = sa.Table(
     SCHEMA_VERSION,
     metadata,
@@ -124,12 +172,23 @@ schema_version = sa.Table(
 
 # Lookups by (database, table, snapshot): one hop up/downstream starts here, and each
 # further hop joins back on the primary key's (job, barrier_id) prefix.
-LOOKUP_INDEXES = {
+V2_INDEXES = {
     "ix_source_snapshot_lineage_lookup": (SOURCE_SNAPSHOT, ("database", "table", "snapshot_id")),
     "ix_sink_snapshot_lineage_lookup": (SINK_SNAPSHOT, ("database", "table", "snapshot_id")),
     "ix_source_job_lineage_table": (SOURCE_JOB, ("database", "table")),
     "ix_sink_job_lineage_table": (SINK_JOB, ("database", "table")),
 }
+# Version 5: a node with a known identity is matched by it (on any branch: a copy keeps
+# its identity); a job's progress on a source (the catch-up sensor) is read newest first
+# from its own index, however many barriers the job has run.
+IDENTITY_INDEXES = {
+    "ix_source_snapshot_lineage_identity": (SOURCE_SNAPSHOT, ("database", "table", "snapshot_identity")),
+    "ix_sink_snapshot_lineage_identity": (SINK_SNAPSHOT, ("database", "table", "snapshot_identity")),
+    # (branch is left out: with it the key passes MySQL's 3,072-byte limit in utf8mb4)
+    "ix_source_snapshot_lineage_progress": (SOURCE_SNAPSHOT, ("job", "database", "table", "snapshot_id")),
+    "ix_lineage_event_table": (LINEAGE_EVENT, ("database", "table", "event_id")),
+}
+LOOKUP_INDEXES = {**V2_INDEXES, **IDENTITY_INDEXES}
 for _ix, (_tname, _cols) in LOOKUP_INDEXES.items():
     sa.Index(_ix, *(metadata.tables[_tname].c[c] for c in _cols))
 
@@ -148,10 +207,9 @@ def _v2_branch_and_indexes(conn: sa.Connection) -> None:
             conn.exec_driver_sql(
                 f"ALTER TABLE {quote(name)} ADD COLUMN branch VARCHAR(255) NOT NULL DEFAULT 'main'"
             )
-    for table in metadata.tables.values():
-        for index in table.indexes:
-            if index.name not in {i["name"] for i in inspector.get_indexes(table.name)}:
-                index.create(conn)
+    for ix, (tname, _cols) in V2_INDEXES.items():
+        if ix not in {i["name"] for i in inspector.get_indexes(tname)}:
+            next(i for i in metadata.tables[tname].indexes if i.name == ix).create(conn)
 
 
 def _v3_barrier_sequence(conn: sa.Connection) -> None:
@@ -160,6 +218,28 @@ def _v3_barrier_sequence(conn: sa.Connection) -> None:
 
 def _v4_barrier_run(conn: sa.Connection) -> None:
     barrier_run.create(conn, checkfirst=True)
+
+
+def _v5_identity(conn: sa.Connection) -> None:
+    """Identity and retraction columns, their indexes, and ``lineage_event``.
+
+    Existing rows get NULL identities (not checked): only the table's own snapshot
+    files can say which commit a row meant (``paimon-lineage fill-identities``).
+    """
+    inspector = sa.inspect(conn)
+    quote = conn.dialect.identifier_preparer.quote
+    for name in SNAPSHOT_TABLES:
+        present = {c["name"] for c in inspector.get_columns(name)}
+        for col, kind in IDENTITY_COLUMNS:
+            if col not in present:
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {quote(name)} ADD COLUMN {quote(col)} {kind.compile(dialect=conn.dialect)} NULL"
+                )
+    lineage_event.create(conn, checkfirst=True)
+    inspector = sa.inspect(conn)
+    for ix, (tname, _cols) in IDENTITY_INDEXES.items():
+        if ix not in {i["name"] for i in inspector.get_indexes(tname)}:
+            next(i for i in metadata.tables[tname].indexes if i.name == ix).create(conn)
 
 
 @dataclass(frozen=True)
@@ -174,6 +254,7 @@ MIGRATIONS = (
     Migration(2, "branch column and lookup indexes", _v2_branch_and_indexes),
     Migration(3, "per-job barrier sequence for batch jobs", _v3_barrier_sequence),
     Migration(4, "barrier_run: the Airflow run and Spark application of each barrier", _v4_barrier_run),
+    Migration(5, "snapshot identities, retraction and history events", _v5_identity),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

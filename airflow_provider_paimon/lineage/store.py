@@ -24,6 +24,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL
 
 from airflow_provider_paimon.paimon.secrets import is_secret
+from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
 
 from . import schema
 from .engine import IMMEDIATE, create_mysql_database, create_store_engine, ensure_schema
@@ -183,20 +184,28 @@ class LineageStore:
         conn.execute(self._upsert_statement(table, tuple(update)), rows)
 
     def _upsert_statement(self, table: sa.Table, update: tuple[str, ...]) -> sa.Insert:
-        """INSERT ... ON CONFLICT/DUPLICATE KEY UPDATE, built once per table and store."""
+        """INSERT ... ON CONFLICT/DUPLICATE KEY UPDATE, built once per table and store.
+
+        Identity columns (``_KEEP_KNOWN``) keep a known value when the row comes again
+        without one (a record spooled by an older capture, a writer that gives none).
+        """
         cached = self._statements.get((table.name, update))
         if cached is not None:
             return cached
         keys = [c.name for c in table.primary_key.columns]
         stmt: sa.Insert
+
+        def value(new: Any, c: str) -> Any:
+            return sa.func.coalesce(new[c], table.c[c]) if c in _KEEP_KNOWN else new[c]
+
         if self.backend == "mysql":
             mysql_insert = mysql_dialect.insert(table)
-            stmt = mysql_insert.on_duplicate_key_update({c: mysql_insert.inserted[c] for c in update})
+            stmt = mysql_insert.on_duplicate_key_update({c: value(mysql_insert.inserted, c) for c in update})
         else:
             insert = pg_dialect.insert if self.backend == "postgresql" else sqlite_dialect.insert
             pending = insert(table)
             stmt = pending.on_conflict_do_update(
-                index_elements=keys, set_={c: pending.excluded[c] for c in update}
+                index_elements=keys, set_={c: value(pending.excluded, c) for c in update}
             )
         self._statements[(table.name, update)] = stmt
         return stmt
@@ -229,7 +238,7 @@ class LineageStore:
 
         def write(conn: sa.Connection) -> int:
             for name, table_rows in rows.items():
-                update = ("branch",) if name in schema.JOB_TABLES else ("snapshot_id", "branch")
+                update = ("branch",) if name in schema.JOB_TABLES else ("snapshot_id", "branch", *_KEEP_KNOWN)
                 self._upsert(conn, schema.TABLES[name], [dict(r) for r in table_rows], update)
             self._upsert(conn, schema.barrier_run, [dict(r) for r in run_rows], _RUN_UPDATE)
             return sum(len(r) for r in rows.values()) + len(run_rows)
@@ -282,8 +291,10 @@ class LineageStore:
         """
         srcs = _entities(sources, SnapshotRef)
         snks = _entities(sinks, SnapshotRef)
-        src_data = [DataLineage(job, s.database, s.table, barrier_id, s.snapshot_id, s.branch) for s in srcs]
-        snk_data = [DataLineage(job, s.database, s.table, barrier_id, s.snapshot_id, s.branch) for s in snks]
+        src_data = [DataLineage(job, s.database, s.table, barrier_id, s.snapshot_id, s.branch, identity=s.identity)
+                    for s in srcs]
+        snk_data = [DataLineage(job, s.database, s.table, barrier_id, s.snapshot_id, s.branch, identity=s.identity)
+                    for s in snks]
         return self.store_lineage(
             source_tables=_unique_tables(src_data),
             sink_tables=_unique_tables(snk_data),
@@ -389,6 +400,13 @@ class LineageStore:
             [schema.source_snapshot_lineage, schema.sink_snapshot_lineage, schema.barrier_run], job
         )
 
+    def analyze(self) -> None:
+        """Refresh the database's statistics of the store's tables (``ANALYZE``): after a
+        bulk load, so the planner uses the lookup indexes (PostgreSQL needs it most)."""
+        from .engine import analyze
+
+        self.run("analyze", analyze, write=True)
+
     def read_table(self, name: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """All rows of one readable table, as (column names, rows) (for the Spark source)."""
         if name not in schema.READABLE_TABLES:
@@ -479,6 +497,19 @@ def _unique_tables(data: list[DataLineage]) -> list[TableLineage]:
     return list({(d.job, d.database, d.table): d.table_lineage for d in data}.values())
 
 
+#: Snapshot-row columns an upsert never turns from known back to NULL.
+_KEEP_KNOWN = ("snapshot_identity", "commit_user", "commit_identifier", "commit_time", "identity_status")
+
+
+def identity_columns(identity: SnapshotIdentity | None, status: str | None = schema.RECORDED) -> dict[str, Any]:
+    """The identity columns of a snapshot row (all NULL for an unknown identity)."""
+    if identity is None:
+        return dict.fromkeys(_KEEP_KNOWN)
+    return {"snapshot_identity": identity.digest, "commit_user": identity.commit_user,
+            "commit_identifier": identity.commit_identifier, "commit_time": identity.time_millis,
+            "identity_status": status}
+
+
 def _row(entity: TableLineage | DataLineage, now: datetime) -> dict[str, Any]:
     created = (entity.create_time or now).astimezone(timezone.utc).replace(tzinfo=None)
     row = {"job": entity.job, "database": entity.database, "table": entity.table,
@@ -486,6 +517,7 @@ def _row(entity: TableLineage | DataLineage, now: datetime) -> dict[str, Any]:
     if isinstance(entity, DataLineage):
         row["barrier_id"] = entity.barrier_id
         row["snapshot_id"] = entity.snapshot_id
+        row.update(identity_columns(entity.identity))
     return row
 
 
@@ -555,8 +587,11 @@ def _table_entity(row: Any) -> TableLineage:
 
 def _data_entity(row: Any) -> DataLineage:
     entity = object.__new__(DataLineage)
+    identity = SnapshotIdentity.from_fields(row.commit_user, row.commit_identifier, row.commit_time)
     for name, value in (("job", row.job), ("database", row.database), ("table", row.table),
                         ("barrier_id", row.barrier_id), ("snapshot_id", row.snapshot_id),
-                        ("branch", row.branch), ("create_time", _aware(row.create_time))):
+                        ("branch", row.branch), ("create_time", _aware(row.create_time)),
+                        ("identity", identity), ("identity_status", row.identity_status),
+                        ("retracted_at", _aware(row.retracted_at)), ("retracted_by", row.retracted_by)):
         object.__setattr__(entity, name, value)
     return entity

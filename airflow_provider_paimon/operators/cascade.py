@@ -181,6 +181,12 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
                 f"the cascade plan was cut short ({plan['truncated_reason']}): its branch points may be "
                 "too late; raise depth and rerun; nothing was changed"
             )
+        if not plan["tables"]:
+            corrected = ", ".join(plan.get("corrected") or []) or root
+            raise AirflowFailException(
+                f"nothing to correct: no table's current rows come from snapshot {snapshot_id} of {root} any more "
+                f"({corrected} corrected before); nothing was changed"
+            )
         off_main = [t["name"] for t in plan["tables"] if t["branch"] != "main"]
         if off_main:
             raise AirflowFailException(
@@ -204,11 +210,11 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
     def execute(self, context: Any) -> list[dict[str, Any]]:
         plan = self.build_plan()
         for t in plan["tables"]:
-            self.log.info(
-                "%s: branch %s at %s, re-run %s", t["name"], plan["correction"],
-                "empty" if t["branch_point"] is None else f"snapshot {t['branch_point']}",
-                ", ".join(t["jobs"]) or "(no recorded job)",
-            )
+            at = "empty" if t["branch_point"] is None else f"snapshot {t['branch_point']}"
+            if t["branch_point"] is not None and t.get("branch_point_branch", "main") != "main":
+                at += f" of branch {t['branch_point_branch']} (where its current rows came from)"
+            self.log.info("%s: branch %s at %s, re-run %s", t["name"], plan["correction"], at,
+                          ", ".join(t["jobs"]) or "(no recorded job)")
         context["ti"].xcom_push(key=PLAN_XCOM_KEY, value=plan)
         return plan["tables"]
 
@@ -253,13 +259,15 @@ class CascadeBranchOperator(MaskRenderedSecrets, BaseOperator):
             result = branch_at(
                 hook.get_table(entry["name"]), entry["correction"],
                 snapshot_id=entry["branch_point"], tag=entry["tag"],
+                source_branch=entry.get("branch_point_branch"),
             )
         except (PaimonError, ValueError) as err:
             raise AirflowFailException(f"{entry.get('name')}: {type(err).__name__}: {err}") from None
         made = [what for what, yes in result["created"].items() if yes]
         self.log.info(
             "%s: branch %s at %s (%s)", entry["name"], result["branch"],
-            "empty" if result["snapshot_id"] is None else f"tag {result['tag']} = snapshot {result['snapshot_id']}",
+            "empty" if result["snapshot_id"] is None else
+            f"tag {result['tag']} = snapshot {result['snapshot_id']} of {result.get('source_branch', 'main')}",
             "made " + " and ".join(made) if made else "already there from an earlier try",
         )
         return {"table": entry["name"], **result}

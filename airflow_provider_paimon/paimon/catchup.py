@@ -5,7 +5,10 @@ the snapshot it has consumed is the source's latest, or at most ``max_lag_snapsh
 data snapshots behind it. "Consumed" comes from one of two places:
 
 * the lineage store's data lineage: the highest ``snapshot_id`` the job recorded for
-  the source in ``source_snapshot_lineage`` (any ``progress_from_lineage`` store), or
+  the source in ``source_snapshot_lineage`` whose recorded identity is the commit the
+  source holds under that id now (``consumed_live``: a snapshot id is not an identity,
+  so progress on a commit a rollback removed and whose id a new commit took is no
+  progress on the new commit), or
 * a Paimon consumer file ``consumer/consumer-<id>`` on the source's branch, whose
   ``{"nextSnapshot": N}`` means snapshots up to ``N - 1`` were consumed.
 
@@ -21,6 +24,7 @@ two methods of ``LineageProgressSource``, so the sensor can pass the real store.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -225,6 +229,57 @@ class LineageProgressSource(Protocol):
     def consumed(self, job: str, source: SourceRef) -> int | None: ...
 
 
+#: Newest consumed rows the check reads per source, at most (pages of ``_PAGE``): a
+#: job's live progress is among its newest rows unless a rollback removed many of them.
+MAX_CONSUMED_ROWS = 1024
+_PAGE = 16
+
+
+def consumed_live(
+    candidates: Callable[[int | None], list[tuple[int, Any]]], table: Any
+) -> int | None:
+    """The newest consumed snapshot that is still the commit the job read.
+
+    ``candidates(below)`` gives ``(snapshot_id, identity or None)`` newest first, below
+    ``below`` (None: all). A candidate counts when its identity is unknown (a row
+    written before identities: taken by id, as before), when it is the identity of the
+    table's snapshot under that id now, or when that snapshot has expired (ids below
+    the earliest are never reused). A candidate whose id now holds another commit, or
+    no snapshot above the latest (rolled back), is skipped.
+    """
+    from .snapshot_identity import SnapshotIdentity
+
+    manager = table.snapshot_manager()
+
+    def expired(snapshot_id: int) -> bool:
+        try:
+            earliest = manager.try_get_earliest_snapshot()
+        except Exception:  # noqa: BLE001 - no snapshot at all: nothing expired, all removed
+            return False
+        return earliest is not None and snapshot_id < int(earliest.id)
+
+    below: int | None = None
+    read = 0
+    while read < MAX_CONSUMED_ROWS:
+        page = candidates(below)
+        if not page:
+            return None
+        read += len(page)
+        for snapshot_id, identity in page:
+            if identity is None:
+                return snapshot_id
+            live = SnapshotIdentity.of(manager.get_snapshot_by_id(snapshot_id))
+            if live == identity or (live is None and expired(snapshot_id)):
+                return snapshot_id
+        below = page[-1][0]
+    return None
+
+
+def _page(reader: Callable[..., list[tuple[int, Any]]], job: str, source: SourceRef,
+          below: int | None) -> list[tuple[int, Any]]:
+    return reader(job, source, below=below, limit=_PAGE)
+
+
 def latest_snapshot_id(table: Any) -> int | None:
     """Id of the latest snapshot of a pypaimon table (on its branch), or ``None``."""
     snapshot = table.snapshot_manager().get_latest_snapshot()
@@ -399,7 +454,11 @@ def check_catch_up(
         latest[source] = latest_snapshot_id(table)
         kinds[source] = commit_kind_reader(table)
         if spec.job and store is not None:  # a job without a store was refused above
-            consumed[source] = store.consumed(spec.job, source)
+            by_identity = getattr(store, "consumed_snapshots", None)
+            if callable(by_identity):
+                consumed[source] = consumed_live(functools.partial(_page, by_identity, spec.job, source), table)
+            else:
+                consumed[source] = store.consumed(spec.job, source)
         else:
             consumed[source] = consumed_from_consumer_file(table, str(spec.consumer_id), source)
     result = compute_catch_up(sources, consumed, latest, spec.max_lag_snapshots, kinds)

@@ -73,6 +73,11 @@ class StreamOffset:
     changed data, i.e. the snapshot whose rows the position has read. Lineage records
     it as the source snapshot, since a COMPACT snapshot is never a sink snapshot of the
     lineage store (a hop up from it would find nothing). Not part of equality either.
+
+    ``lineage_commit`` is that snapshot's identity (``paimon.snapshot_identity``:
+    ``{"commitUser", "commitIdentifier", "timeMillis"}``) as read when the offset was
+    made, so lineage records which commit the batch read, not only its id (a rollback
+    can give the id to another commit). Optional, not part of equality.
     """
 
     next_snapshot: int
@@ -82,6 +87,7 @@ class StreamOffset:
     branch: str | None = field(default=None, compare=False)
     warehouse: str | None = field(default=None, compare=False)
     data_snapshot: int | None = field(default=None, compare=False)
+    lineage_commit: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nextSnapshot": int(self.next_snapshot)}
@@ -94,6 +100,8 @@ class StreamOffset:
         for key, value in (("table", self.table), ("branch", self.branch), ("warehouse", self.warehouse)):
             if value is not None:
                 out[key] = str(value)
+        if self.lineage_commit is not None:
+            out["lineageCommit"] = dict(self.lineage_commit)
         return out
 
     @staticmethod
@@ -107,6 +115,7 @@ class StreamOffset:
                 branch=_opt_str(value.get("branch")),
                 warehouse=_opt_str(value.get("warehouse")),
                 data_snapshot=_opt_int(value.get("dataSnapshot")),
+                lineage_commit=value["lineageCommit"] if isinstance(value.get("lineageCommit"), Mapping) else None,
             )
         except (KeyError, TypeError, ValueError):
             raise InvalidArgumentError(

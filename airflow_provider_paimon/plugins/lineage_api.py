@@ -19,11 +19,11 @@ Endpoints (all GET, JSON unless noted; documented in docs/ui.md):
                                                 a table's snapshots, newest first, with
                                                 the barriers that wrote and the jobs that
                                                 read each (paged; 404: none recorded)
-* ``/api/snapshots/{database}/{table}/{id}?branch=&depth=``
+* ``/api/snapshots/{database}/{table}/{id}?branch=&depth=&include_retracted=``
                                                 upstream and downstream snapshots
-* ``/api/impact/{database}/{table}/{id}?branch=&depth=&onwards=``
+* ``/api/impact/{database}/{table}/{id}?branch=&depth=&onwards=&include_retracted=``
                                                 every downstream table snapshot derived
-* ``/api/cascade/{database}/{table}/{id}?branch=&depth=``
+* ``/api/cascade/{database}/{table}/{id}?branch=&depth=&include_retracted=``
                                                 the correction plan of a bad snapshot:
                                                 affected tables in order, branch points,
                                                 bad snapshots, jobs (404: unknown table or
@@ -183,11 +183,14 @@ def create_app(
         snapshot_id: int,
         branch: str | None = None,
         depth: int = Query(3, ge=1, le=100),
+        include_retracted: bool = False,
     ) -> dict:
         def run(store: LineageStore) -> dict:
             args = (database, table, snapshot_id)
-            up = walk_bounded(store, "upstream", *args, branch=branch, depth=depth, job_filter=visible)
-            down = walk_bounded(store, "downstream", *args, branch=branch, depth=depth, job_filter=visible)
+            up = walk_bounded(store, "upstream", *args, branch=branch, depth=depth, job_filter=visible,
+                              include_retracted=include_retracted)
+            down = walk_bounded(store, "downstream", *args, branch=branch, depth=depth, job_filter=visible,
+                                include_retracted=include_retracted)
             reasons = [f"{side}: {w.reason}" for side, w in (("upstream", up), ("downstream", down)) if w.truncated]
             return {
                 "snapshot": {"database": database, "table": table, "branch": branch or "main",
@@ -209,10 +212,11 @@ def create_app(
         branch: str | None = None,
         depth: int = Query(20, ge=1, le=100),
         onwards: bool = False,
+        include_retracted: bool = False,
     ) -> dict:
         def run(store: LineageStore) -> dict:
             report = impact(store, database, table, snapshot_id, branch=branch, depth=depth,
-                            onwards=onwards, job_filter=visible)
+                            onwards=onwards, job_filter=visible, include_retracted=include_retracted)
             return {
                 "source": asdict(report.source),
                 "tables": [asdict(t) for t in report.tables],
@@ -231,11 +235,12 @@ def create_app(
         snapshot_id: int,
         branch: str | None = None,
         depth: int = Query(20, ge=1, le=100),
+        include_retracted: bool = False,
     ) -> dict:
         def run(store: LineageStore) -> dict:
             try:
                 plan = plan_cascade(store, database, table, snapshot_id, branch=branch, depth=depth,
-                                    job_filter=visible)
+                                    job_filter=visible, include_retracted=include_retracted)
             except UnknownLineageSnapshotError as err:
                 raise HTTPException(status_code=404, detail=str(err)) from None
             except LineageCycleError as err:

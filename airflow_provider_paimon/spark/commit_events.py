@@ -60,8 +60,22 @@ class CommitEvent:
     app_name: str = ""
     # OpenLineage namespace of the warehouse (PaimonOptions.lineage_namespace)
     namespace: str = ""
+    # the committed snapshot's identity with commit_user (paimon.snapshot_identity)
+    commit_identifier: int | None = None
+    commit_time: int | None = None
     kind: str = field(default="commit", init=False)
     time_millis: int = field(default_factory=lambda: int(time.time() * 1000))
+
+
+def identity_fields(snapshot: Any) -> dict[str, Any]:
+    """The event fields naming a snapshot's identity (pypaimon ``Snapshot``; None: none)."""
+    from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
+
+    found = SnapshotIdentity.of(snapshot)
+    if found is None:
+        return {}
+    return {"commit_user": found.commit_user, "commit_identifier": found.commit_identifier,
+            "commit_time": found.time_millis}
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,10 @@ class ScanEvent:
     app_name: str = ""
     # OpenLineage namespace of the warehouse (PaimonOptions.lineage_namespace)
     namespace: str = ""
+    # the scanned snapshot's identity (paimon.snapshot_identity); empty/None: unknown
+    commit_user: str = ""
+    commit_identifier: int | None = None
+    commit_time: int | None = None
     kind: str = field(default="scan", init=False)
     time_millis: int = field(default_factory=lambda: int(time.time() * 1000))
 

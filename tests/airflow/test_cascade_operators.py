@@ -37,7 +37,7 @@ def main_table(wh, name="db.events"):
 
 def test_branch_at_tags_then_branches_and_a_rerun_changes_nothing(wh):
     result = branch_at(main_table(wh), "cfix", snapshot_id=2, tag="cfix_base")
-    assert result == {"branch": "cfix", "tag": "cfix_base", "snapshot_id": 2,
+    assert result == {"branch": "cfix", "tag": "cfix_base", "snapshot_id": 2, "source_branch": "main",
                       "created": {"tag": True, "branch": True}}
     assert wh.table("db.events").tag_manager().get("cfix_base").id == 2
     # the branch reads as main did at snapshot 2 (two appends of 3 rows)
@@ -45,6 +45,23 @@ def test_branch_at_tags_then_branches_and_a_rerun_changes_nothing(wh):
     before = wh.files()
     again = branch_at(main_table(wh), "cfix", snapshot_id=2, tag="cfix_base")
     assert again["created"] == {"tag": False, "branch": False}
+    assert wh.files() == before
+
+
+def test_branch_at_a_snapshot_of_another_branch_for_a_second_correction(wh):
+    """After a publish a table's rows came from its correction branch: the next correction
+    starts on that branch (the plan's branch_point_branch), tagged there."""
+    branch_at(main_table(wh), "cfix", snapshot_id=2, tag="cfix_base")
+    second = branch_at(main_table(wh), "cfix2", snapshot_id=2, tag="cfix2_base", source_branch="cfix")
+    assert second["source_branch"] == "cfix" and second["created"] == {"tag": True, "branch": True}
+    assert wh.table("db.events", "cfix").tag_manager().get("cfix2_base").id == 2
+    assert wh.table("db.events").tag_manager().get("cfix2_base") is None  # main untouched
+    assert wh.read_ids("db.events", "cfix2") == wh.read_ids("db.events", "cfix")
+    assert branch_at(main_table(wh), "cfix2", snapshot_id=2, tag="cfix2_base",
+                     source_branch="cfix")["created"] == {"tag": False, "branch": False}
+    before = wh.files()
+    with pytest.raises(InvalidArgumentError, match=r"branch 'gone' of table .* does not exist"):
+        branch_at(main_table(wh), "cfix3", snapshot_id=2, tag="cfix3_base", source_branch="gone")
     assert wh.files() == before
 
 

@@ -55,6 +55,15 @@ def append(catalog, name, rows):
     commit.close()
 
 
+def snapshot_identity(catalog, name, snapshot_id, branch=None):
+    """The (commit user, identifier, time) of a snapshot, read with plain pypaimon."""
+    from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
+
+    table = catalog.get_table(name if branch is None else f"{name}$branch_{branch}")
+    snap = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
+    return SnapshotIdentity(snap.commit_user, snap.commit_identifier, snap.time_millis)
+
+
 def wait_until(predicate, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -97,6 +106,10 @@ def test_batch_job_lineage_and_openlineage(spark, warehouse, tmp_path):
         sink_rows = store.sink_data_lineages(job="etl.batch")
         assert [(r.table, r.barrier_id, r.snapshot_id) for r in src_rows] == [("src", 1, 1)]
         assert [(r.table, r.barrier_id, r.snapshot_id) for r in sink_rows] == [("dst", 1, 1)]
+        # each row names the commit it read / wrote, as the snapshot file says (plain pypaimon)
+        assert src_rows[0].identity == snapshot_identity(catalog, "db.src", 1)
+        assert sink_rows[0].identity == snapshot_identity(catalog, "db.dst", 1)
+        assert src_rows[0].identity_status == sink_rows[0].identity_status == "recorded"
         assert [t.table for t in store.source_table_lineages(job="etl.batch")] == ["src"]
         assert [t.table for t in store.sink_table_lineages(job="etl.batch")] == ["dst"]
         # the barrier names the Spark application behind it (no Airflow run here)
@@ -198,6 +211,13 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
         assert [(t.table, t.branch) for t in store.sink_table_lineages(job="etl.stream")] == [("dst", "fix")]
     assert src == [(0, "src", "main", 2), (1, "src", "main", 3)]
     assert snk == [(0, "dst", "fix", 2), (1, "dst", "fix", 3)]
+    with LineageStore.from_url(url) as store:  # the stream's offsets and commits name their commits
+        catalog = CatalogFactory.create({"warehouse": warehouse})
+        for row in store.source_data_lineages(job="etl.stream"):
+            assert row.identity == snapshot_identity(catalog, "db.src", row.snapshot_id), row
+        for row in store.sink_data_lineages(job="etl.stream"):
+            assert row.identity == snapshot_identity(catalog, "db.dst", row.snapshot_id, "fix"), row
+            assert row.identity.commit_identifier == row.barrier_id  # the micro-batch id
     assert [r[:5] for r in after] == [r[:5] for r in before]  # the replay changed nothing
     rows = spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.dst").option("branch", "fix").load().count()
     assert rows == 1 + 8  # each source row exactly once (plus the branch's initial row)

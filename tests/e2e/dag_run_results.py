@@ -74,3 +74,14 @@ def rerun_failed_tasks(dag, run):
         dr = session.scalar(select(DagRun).where(DagRun.dag_id == dag.dag_id, DagRun.run_id == run.run_id))
         session.expunge(dr)
     return dr
+
+
+def table_rows(warehouse: str, name: str, sort_key: str, branch: str | None = None) -> list[dict]:
+    """Every row of ``name`` (on ``branch``) read with plain pypaimon, sorted by ``sort_key``."""
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    table = load_table(open_catalog(warehouse), name, branch)
+    builder = table.new_read_builder()
+    splits = builder.new_scan().plan().splits()
+    out = builder.new_read().to_arrow(splits).to_pylist() if splits else []
+    return sorted(out, key=lambda r: r[sort_key])

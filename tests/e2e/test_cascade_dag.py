@@ -20,7 +20,7 @@ import contextlib
 import time
 
 import pytest
-from dag_run_results import rerun_failed_tasks, task_states, task_xcom
+from dag_run_results import rerun_failed_tasks, table_rows, task_states, task_xcom
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -37,13 +37,8 @@ def _load():
 
 
 def rows(warehouse: str, name: str, branch: str | None = None) -> list[dict]:
-    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-
-    table = load_table(open_catalog(warehouse), name, branch)
-    builder = table.new_read_builder()
-    splits = builder.new_scan().plan().splits()
-    out = builder.new_read().to_arrow(splits).to_pylist() if splits else []
-    return sorted(out, key=lambda r: r[SORT[name]])
+    """A table read with plain pypaimon (the reference reader)."""
+    return table_rows(warehouse, name, SORT[name], branch)
 
 
 @contextlib.contextmanager

@@ -133,7 +133,8 @@ def test_budget_cuts_are_reported(store):
     assert shared.truncated and "(the node budget)" in shared.truncated_reason
     assert "ads.report" not in shared.order and len(shared.order) < len(LAKE_PLAN)
     small = plan_cascade(store, "ods", "raw", 3, budget=Budget(max_nodes=2))
-    assert small.truncated and "ods.raw has more than 2 snapshots" in small.truncated_reason
+    assert small.truncated and "stopped after 2 snapshots (the node budget)" in small.truncated_reason
+    assert small.tables == ()  # a cut plan lists nothing to act on
 
 
 def test_job_filter_hides_jobs_and_their_tables(store):
@@ -155,8 +156,9 @@ def test_plan_is_frozen_and_json_ready(store):
     assert data["order"] == [row[0] for row in LAKE_PLAN]
     assert data["tables"][-2] == {
         "name": "ads.joined", "database": "ads", "table": "joined", "branch": "main", "depth": 2,
-        "first_bad_snapshot": 2, "branch_point": 1, "bad_snapshots": [2, 3], "jobs": ["lake.join"],
-        "upstreams": ["dws.left", "dws.right"]}
+        "first_bad_snapshot": 2, "first_bad_branch": "main", "branch_point": 1, "branch_point_branch": "main",
+        "bad_snapshots": [2, 3], "jobs": ["lake.join"], "upstreams": ["dws.left", "dws.right"]}
+    assert data["corrected"] == []
 
 
 # -- the command line ----------------------------------------------------------------------

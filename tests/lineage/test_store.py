@@ -287,7 +287,7 @@ def test_version_3_store_gets_barrier_run_keeping_its_rows(target):
             lineage_schema.barrier_run.drop(conn)
             conn.execute(sa.delete(lineage_schema.schema_version).where(lineage_schema.schema_version.c.version > 3))
     with LineageStore.from_url(target.url, target.database) as store:
-        assert store.schema_version == LATEST_VERSION == 4
+        assert store.schema_version == LATEST_VERSION == 5
         assert "barrier_run" in sa.inspect(store.engine).get_table_names()
         assert [(r.job, r.snapshot_id) for r in store.sink_data_lineages()] == [("old", 5)]
         store.store_barrier_runs([BarrierRun("old", 1, dag_id="d", task_id="t")])

@@ -21,6 +21,11 @@ retried), nothing is committed again: the result says ``already_rolled_back``.
 
 Consumer positions are left as they are (as Paimon does); after a destructive
 rollback a consumer past the target resumes at its saved id.
+
+The result names the commits involved (``paimon.snapshot_identity``), so lineage can
+record the event (``lineage.history_events.record_rollback``): ``started_millis``,
+``target_identity``, ``removed_snapshots`` (id and identity of each snapshot the
+destructive rollback deleted, read before deleting) and, as latest, ``new_identity``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from ..branch._common import snapshot_not_found, tag_not_found
 from ..commit_properties import RUN_KEYS, airflow_properties
 from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..names import name_profile, validate_tag_name
+from ..snapshot_identity import SnapshotIdentity
 from ..snapshots import (
     TableLayout,
     latest_snapshot_id,
@@ -66,6 +72,7 @@ def rollback(
         raise InvalidArgumentError(f"snapshot_id must be a positive integer, got {snapshot_id!r}")
     if not isinstance(as_latest, bool):
         raise InvalidArgumentError(f"as_latest must be True or False, got {as_latest!r}")
+    started = int(time.time() * 1000)
     layout = TableLayout.of(table)
     br = resolve_branch(layout, branch, table)
     key = "main" if br is None else br
@@ -91,8 +98,15 @@ def rollback(
     else:
         out = _destructive(layout, cache, br, target_id, target)
     out.update({"branch": key, "target_snapshot_id": target_id, "tag": tag, "as_latest": as_latest,
-                "resumed": resumed})
+                "resumed": resumed, "started_millis": started, "target_identity": _identity(target)})
+    if as_latest:
+        out["new_identity"] = _identity(read_snapshot(layout, br, int(out["snapshot_id"])))
     return out
+
+
+def _identity(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    found = SnapshotIdentity.of(doc)
+    return None if found is None else found.to_dict()
 
 
 def _destructive(
@@ -114,10 +128,12 @@ def _destructive(
         fileops.write_atomic(layout.file_io, layout.snapshot_path(br, target_id), to_json(target))
     faults.check("rollback.restore")
     candidates = FileSet()
+    removed = []
     for sid in later:
         doc = read_snapshot(layout, br, sid)
         if doc is not None:
             snapshot_files(doc, cache, f"snapshot {sid}", candidates, live_only=False)
+            removed.append({"snapshot_id": sid, **(_identity(doc) or {})})
     for name in later_tags:
         snapshot_files(read_tag(layout, br, name) or {}, cache, f"tag {name!r}", candidates, live_only=False)
     needed = needed_files(cache, exclude=(br, set(later)), exclude_tags=set(later_tags))
@@ -136,7 +152,8 @@ def _destructive(
             "sizes": {p: s for p, s in candidates.sizes.items() if p in doomed},
         }
         done = run_journal(layout, cache, doc)
-    out = {"removed_snapshot_ids": later, "removed_tags": later_tags, "snapshot_id": target_id}
+    out = {"removed_snapshot_ids": later, "removed_tags": later_tags, "snapshot_id": target_id,
+           "removed_snapshots": removed}
     out.update(summarize(done, candidates, needed, False, layout))
     return out
 
@@ -202,7 +219,8 @@ def _as_latest(table: Any, layout: TableLayout, br: str | None, target: dict[str
 
 
 def _nothing_deleted() -> dict[str, Any]:
-    return {"removed_snapshot_ids": [], "removed_tags": [], "deleted_files": [], "deleted_file_count": 0,
+    return {"removed_snapshot_ids": [], "removed_snapshots": [], "removed_tags": [], "deleted_files": [],
+            "deleted_file_count": 0,
             "deleted_bytes": 0, "deleted_by_kind": {}, "kept_because": {}}
 
 

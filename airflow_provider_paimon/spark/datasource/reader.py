@@ -93,6 +93,7 @@ class PaimonReader(DataSourceReader):
     def __init__(self, opts: PaimonOptions, schema: StructType) -> None:
         self.opts = opts
         self.schema = schema
+        self.scanned: dict[str, Any] = {}
 
     def _planning_table(self) -> Any:
         table = open_table(self.opts)
@@ -107,12 +108,18 @@ class PaimonReader(DataSourceReader):
         splits = list(plan.splits())
         if self.opts.partition_filter:
             splits = select_partitions(table, splits, self.opts.partition_filter)
-        return splits, getattr(plan, "snapshot_id", None)
+        snapshot_id = getattr(plan, "snapshot_id", None)
+        # the commit the read saw (lineage records it beside the id: paimon.snapshot_identity)
+        self.scanned = {} if snapshot_id is None else commit_events.identity_fields(
+            table.snapshot_manager().get_snapshot_by_id(snapshot_id))
+        return splits, snapshot_id
 
     def partitions(self) -> Sequence[InputPartition]:
         splits, snapshot_id = self.plan()
-        commit_events.publish_for(self.opts, commit_events.ScanEvent, snapshot_id=snapshot_id, split_count=len(splits))
-        lineage_direct.on_scan(self.opts, snapshot_id)  # option-driven lineage (no capture)
+        identity = self.scanned
+        commit_events.publish_for(self.opts, commit_events.ScanEvent, snapshot_id=snapshot_id, split_count=len(splits),
+                                  **identity)
+        lineage_direct.on_scan(self.opts, snapshot_id, identity=identity)  # option-driven lineage (no capture)
         if not splits:
             return [SplitGroup(0, [], snapshot_id)]
         total = sum(_split_size(s) for s in splits)

@@ -155,14 +155,32 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offset
 
     def _json(self, offset: StreamOffset) -> dict:
-        """``offset`` as Spark's JSON, with this stream's table, branch and warehouse."""
+        """``offset`` as Spark's JSON, with this stream's table, branch and warehouse, and
+        the identity of the snapshot it has read (lineage's source commit)."""
         opts = self.opts
         return dataclasses.replace(
             offset,
             table=f"{opts.database}.{opts.table_name}",
             branch=opts.branch_name,
             warehouse=opts.warehouse,
+            lineage_commit=self._commit_of(offset.lineage_snapshot) if offset.started else None,
         ).to_json()
+
+    def _commit_of(self, snapshot_id: int | None) -> dict | None:
+        """The snapshot's identity as offset JSON (one file read per snapshot, cached)."""
+        if snapshot_id is None:
+            return None
+        cache = self.__dict__.setdefault("_commits", {})
+        if snapshot_id not in cache:
+            from airflow_provider_paimon.paimon.snapshot_identity import table_identity
+
+            found = table_identity(self._planner().table, snapshot_id)
+            if len(cache) > 64:  # a long-running stream: keep only recent positions
+                cache.clear()
+            cache[snapshot_id] = None if found is None else {
+                "commitUser": found.commit_user, "commitIdentifier": found.commit_identifier,
+                "timeMillis": found.time_millis}
+        return cache[snapshot_id]
 
     def _planner(self) -> StreamPlanner:
         if self._planner_cache is None:

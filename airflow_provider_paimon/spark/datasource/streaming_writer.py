@@ -391,9 +391,9 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
             snapshot_id=int(snapshot.id),
             commit_kind=str(snapshot.commit_kind),
             row_count=rows,
-            commit_user=self.commit_user,
             batch_id=batch_id,
             replayed=replayed,
+            **{"commit_user": self.commit_user, **commit_events.identity_fields(snapshot)},
         )
 
 

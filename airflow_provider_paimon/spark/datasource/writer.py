@@ -213,10 +213,11 @@ class PaimonWriter(DataSourceArrowWriter):
             snapshot_id=snapshot.id,
             commit_kind=str(snapshot.commit_kind),
             row_count=row_count,
-            commit_user=self.plan.commit_user,
+            **{"commit_user": self.plan.commit_user, **commit_events.identity_fields(snapshot)},
         )
         lineage_direct.on_commit(  # option-driven lineage
-            opts, snapshot.id, str(snapshot.commit_kind), run=self.plan.snapshot_properties
+            opts, snapshot.id, str(snapshot.commit_kind), run=self.plan.snapshot_properties,
+            identity=commit_events.identity_fields(snapshot),
         )
         expire_after_commit(table, branch=opts.branch, options=opts.table_options)
 

@@ -9,7 +9,11 @@ Commands (``paimon.maintenance``, metadata and file deletes only, no SparkSessio
 - ``expire-tags [--branch B] [--dry-run]``
 
 ``AGE`` is a duration (seconds, or Paimon's ``1 h`` / ``30 min``) meaning "that long
-ago". Prints ``PAIMON_RESULT {json}``: the operation's result dict plus ``command``,
+ago". With a lineage store in ``$PAIMON_LINEAGE_URL`` (never on the command line)
+``rollback`` records the history event (``lineage.history_events.record_rollback``):
+the removed snapshots' lineage is retracted, a rollback as latest links the new snapshot
+to its target; the result then has a ``lineage`` entry. A store that cannot be written
+fails the job after the rollback; a rerun does not roll back again and records it. Prints ``PAIMON_RESULT {json}``: the operation's result dict plus ``command``,
 ``table``, ``duration_s``; a list of files or snapshot ids longer than ``MAX_LISTED``
 is cut (``deleted_files_listed`` says how many are shown; ``deleted_file_count`` stays
 the total) so the result stays a small XCom. Errors follow ``common.run_job``.
@@ -44,6 +48,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--snapshot-id", type=int)
         parser.add_argument("--tag")
         parser.add_argument("--as-latest", action="store_true")
+        parser.add_argument("--lineage-database", default=None,
+                            help="lineage system database (store URL in $PAIMON_LINEAGE_URL)")
     else:
         parser.add_argument("--dry-run", action="store_true")
     return parser
@@ -71,6 +77,34 @@ def _run(command: str, table: Any, args: argparse.Namespace) -> dict[str, Any]:
     return ops.expire_tags(table, branch=args.branch, dry_run=args.dry_run)
 
 
+def _record_rollback(args: argparse.Namespace, table: Any, result: dict[str, Any]) -> dict[str, Any] | None:
+    """Record the rollback in the lineage store, when one is configured."""
+    from .branch import lineage_url
+
+    url = lineage_url()
+    if not url:
+        return None
+    from ...lineage.history_events import record_rollback
+    from ...lineage.store import LineageStore
+    from ...lineage.url import DEFAULT_DATABASE
+    from ...paimon.snapshot_identity import identity_of
+    from ...paimon.snapshots import TableLayout, snapshot_ids
+
+    layout = TableLayout.of(table)
+    branch = None if result.get("branch") in (None, "main") else str(result["branch"])
+    target = int(result["target_snapshot_id"])
+    live = {sid: identity_of(layout, branch, sid) for sid in snapshot_ids(layout, branch) if sid > target}
+    database, name = args.table.split(".", 1)
+    try:
+        with LineageStore.from_url(url, args.lineage_database or DEFAULT_DATABASE) as store:
+            return record_rollback(store, database, name, result, live)
+    except Exception as err:  # noqa: BLE001 - reported with what was done, and how to finish
+        raise RuntimeError(
+            f"the rollback of {args.table} to snapshot {target} is done, but its lineage could not be "
+            f"recorded: {err}; rerun the task: the rollback is not repeated and its lineage is recorded"
+        ) from None
+
+
 def trim_lists(result: dict[str, Any], limit: int = MAX_LISTED) -> dict[str, Any]:
     """Cut long lists of files and ids (``deleted_files``, ``expired_snapshot_ids``) to ``limit`` entries."""
     out = dict(result)
@@ -89,6 +123,11 @@ def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
         started = time.monotonic()
         table = load_table(open_catalog(args.warehouse, catalog_options(args)), args.table)
         result = _run(command, table, args)
+        if command == "rollback":
+            lineage = _record_rollback(args, table, result)
+            result.pop("removed_snapshots", None)  # ids are in removed_snapshot_ids (a small XCom)
+            if lineage is not None:
+                result["lineage"] = lineage
         out = {"command": command, "table": args.table, **trim_lists(result)}
         out["duration_s"] = round(time.monotonic() - started, 3)
         return out

@@ -45,12 +45,14 @@ def _parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _record_links(args: argparse.Namespace, result: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _record_links(args: argparse.Namespace, result: dict[str, Any], catalog: Any) -> list[dict[str, Any]] | None:
     """Link each table's main snapshot to the branch snapshot it reads, when a store is set.
 
-    Recorded per table as a replace-main link (``lineage/branch_links.py``, idempotent).
-    A rerun after the publish finished returns every table ``unchanged`` with the same
-    snapshots, so it records the links a failed store write left out.
+    Recorded per table as a replace-main link with both snapshots' identities
+    (``lineage/branch_links.py``, idempotent), and the publish as one history event per
+    table naming every table of it. A rerun after the publish finished returns every
+    table ``unchanged`` with the same snapshots, so it records the links a failed store
+    write left out.
     """
     from ...lineage.url import DEFAULT_DATABASE, ENV_URL
 
@@ -58,18 +60,33 @@ def _record_links(args: argparse.Namespace, result: dict[str, Any]) -> list[dict
     if not url:
         return None
     from ...lineage.branch_links import record_branch_link
+    from ...lineage.history_events import record_event
     from ...lineage.store import LineageStore
+    from ...paimon.catalog import load_table
+    from ...paimon.snapshot_identity import identity_of
+    from ...paimon.snapshots import TableLayout
 
     links = []
     try:
         with LineageStore.from_url(url, args.lineage_database or DEFAULT_DATABASE) as store:
-            for entry in result.get("tables", []):
-                if entry.get("branch_snapshot_id") is None or entry.get("main_snapshot_id") is None:
-                    continue
+            entries = [e for e in result.get("tables", [])
+                       if e.get("branch_snapshot_id") is not None and e.get("main_snapshot_id") is not None]
+            for entry in entries:
                 database, table = entry["table"].split(".", 1)
-                link = record_branch_link(store, "replace-main", database, table, entry["branch"],
-                                          entry["branch_snapshot_id"], entry["main_snapshot_id"])
-                links.append(link.to_dict())
+                layout = TableLayout.of(load_table(catalog, entry["table"]))
+                made = record_branch_link(
+                    store, "replace-main", database, table, entry["branch"], entry["branch_snapshot_id"],
+                    entry["main_snapshot_id"],
+                    branch_identity=identity_of(layout, entry["branch"], int(entry["branch_snapshot_id"])),
+                    main_identity=identity_of(layout, None, int(entry["main_snapshot_id"])))
+                links.append(made.to_dict())
+            published = [{"table": e["table"], "branch": e["branch"], "branch_snapshot_id": e["branch_snapshot_id"],
+                          "main_snapshot_id": e["main_snapshot_id"]} for e in entries]
+            for entry, link in zip(entries, links, strict=True):
+                database, table = entry["table"].split(".", 1)
+                record_event(store, "publish", database, table, "main", {"tables": published, "link": link},
+                             key=f"{entry['branch']}@{entry['branch_snapshot_id']}->{entry['main_snapshot_id']}:"
+                                 f"{link.get('sink_identity')}")
     except Exception as err:  # noqa: BLE001 - reported with what was done, and how to finish
         raise RuntimeError(
             f"the publish of {', '.join(t['table'] for t in result.get('tables', []))} is done, but its "
@@ -91,7 +108,7 @@ def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
                 catalog, [tuple(p) for p in args.pair],
                 backup_name=args.backup_name, journal_path=args.journal_path,
             )
-            links = _record_links(args, result)
+            links = _record_links(args, result, catalog)
             if links is not None:
                 result = {**result, "lineage": links}
         else:

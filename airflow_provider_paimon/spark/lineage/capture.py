@@ -70,7 +70,7 @@ from typing import Any
 from .config import FAIL, CaptureConfig, capture_config
 from .event_log import EventLogTail, event_table
 from .listener import query_listener
-from .offsets import data_snapshot, next_snapshot, offset_table
+from .offsets import data_snapshot, next_snapshot, offset_commit, offset_table
 from .openlineage import CaptureOpenLineage
 from .plan_sources import plan_sources
 from .recorder import (
@@ -344,6 +344,7 @@ class LineageCapture:
                 continue
             sources.append(
                 TableAt(table.warehouse, table.database, table.table, table.branch, consumed, table.namespace)
+                .with_identity(offset_commit(source.endOffset))
             )
             served.append((offset, table))
         self._forget_scans(served)

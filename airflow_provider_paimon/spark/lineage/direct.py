@@ -157,10 +157,10 @@ def _scans_path(config: CaptureConfig) -> str:
     return os.path.join(config.spool_dir, urllib.parse.quote(config.job, safe=""), SCANS_FILE)
 
 
-def _table_at(opts: Any, snapshot_id: int | None) -> Any:
+def _table_at(opts: Any, snapshot_id: int | None, identity: Mapping[str, Any] | None = None) -> Any:
     from .recorder import TableAt
 
-    return TableAt(opts.warehouse, opts.database, opts.table_name, opts.branch_name, snapshot_id)
+    return TableAt(opts.warehouse, opts.database, opts.table_name, opts.branch_name, snapshot_id).with_identity(identity)
 
 
 def _record(config: CaptureConfig, record: Any) -> None:
@@ -174,11 +174,13 @@ def _record(config: CaptureConfig, record: Any) -> None:
         recorder.close()
 
 
-def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | None = None) -> None:
+def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | None = None, *,
+            identity: Mapping[str, Any] | None = None) -> None:
     """A planned read: its table lineage now, its snapshot for the job's next commit.
 
     ``environ``: where to look for a running capture (default: this process's
-    environment, which is the session's in a data source worker).
+    environment, which is the session's in a data source worker). ``identity``: the
+    scanned snapshot's identity fields (``commit_events.identity_fields``).
     """
     if not direct(opts, environ):
         return
@@ -186,7 +188,7 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
         from .recorder import BatchRecord
 
         config = config_for(opts)
-        table = _table_at(opts, snapshot_id)
+        table = _table_at(opts, snapshot_id, identity)
         if config.table_lineage:
             _record(config, BatchRecord(config.job, None, [table], [], streaming=False, tables_only=True))
         if config.data_lineage and snapshot_id is not None:
@@ -232,7 +234,7 @@ def _take_scans(config: CaptureConfig) -> list[Any]:
 
 def on_commit(
     opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None,
-    run: Mapping[str, str] | None = None,
+    run: Mapping[str, str] | None = None, identity: Mapping[str, Any] | None = None,
 ) -> None:
     """A committed write: one barrier with the job's scans since its last commit.
 
@@ -246,7 +248,7 @@ def on_commit(
 
         config = config_for(opts)
         sources = _take_scans(config) if config.data_lineage else []
-        sinks = [] if str(commit_kind).upper().endswith("COMPACT") else [_table_at(opts, snapshot_id)]
+        sinks = [] if str(commit_kind).upper().endswith("COMPACT") else [_table_at(opts, snapshot_id, identity)]
         if not sources and not sinks:
             return
         _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None,

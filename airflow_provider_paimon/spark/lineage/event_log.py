@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .recorder import TableAt
+from .recorder import IDENTITY_FIELDS, TableAt
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class EventLogTail:
 
 
 def event_table(raw: Mapping[str, Any]) -> TableAt:
-    """The table (and snapshot) a scan or commit event names."""
+    """The table (and snapshot, with its identity when the event names it) a scan or commit event names."""
     snapshot = raw.get("snapshot_id")
     return TableAt(
         str(raw.get("warehouse", "")),
@@ -58,4 +58,4 @@ def event_table(raw: Mapping[str, Any]) -> TableAt:
         str(raw.get("branch") or "main"),
         None if snapshot is None else int(snapshot),
         str(raw.get("namespace") or ""),
-    )
+    ).with_identity({k: raw.get(k) for k in IDENTITY_FIELDS})

@@ -51,6 +51,17 @@ def data_snapshot(end_offset: Any) -> int | None:
         return None
 
 
+def offset_commit(end_offset: Any) -> dict[str, Any]:
+    """The identity of the snapshot a Paimon stream offset has read (``lineageCommit``), as
+    ``TableAt`` fields; ``{}`` for offsets written before offsets carried it."""
+    value = offset_json(end_offset)
+    commit = None if value is None else value.get("lineageCommit")
+    if not isinstance(commit, Mapping):
+        return {}
+    return {"commit_user": commit.get("commitUser"), "commit_identifier": commit.get("commitIdentifier"),
+            "commit_time": commit.get("timeMillis")}
+
+
 def offset_table(end_offset: Any) -> TableAt | None:
     """The table a Paimon stream offset names (``table``, ``branch``, ``warehouse``), if any."""
     value = offset_json(end_offset)

@@ -31,6 +31,7 @@ reuses it instead of taking a second one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -38,7 +39,7 @@ import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,6 +50,8 @@ from .config import FAIL, CaptureConfig
 log = logging.getLogger(__name__)
 
 SPOOL_FILE = "pending.jsonl"
+#: The event / record fields that name a snapshot's identity.
+IDENTITY_FIELDS = ("commit_user", "commit_identifier", "commit_time")
 
 
 class LineageCaptureError(PaimonError):
@@ -66,6 +69,28 @@ class TableAt:
     snapshot_id: int | None = None
     # OpenLineage namespace of the warehouse ("" = derive it from ``warehouse``)
     namespace: str = ""
+    # the snapshot's identity, read from it where the scan or commit happened
+    # (paimon.snapshot_identity); None: unknown
+    commit_user: str | None = None
+    commit_identifier: int | None = None
+    commit_time: int | None = None
+
+    @property
+    def identity(self) -> Any:
+        """The snapshot's ``SnapshotIdentity``, or None when unknown."""
+        from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
+
+        return SnapshotIdentity.from_fields(self.commit_user, self.commit_identifier, self.commit_time)
+
+    def with_identity(self, fields: Mapping[str, Any] | None) -> TableAt:
+        """This table with the identity ``fields`` name (``commit_user``, ``commit_identifier``, ``commit_time``)."""
+        from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
+
+        found = SnapshotIdentity.from_fields(*(dict(fields or {}).get(k) for k in IDENTITY_FIELDS))
+        if found is None:
+            return self
+        return dataclasses.replace(self, commit_user=found.commit_user, commit_identifier=found.commit_identifier,
+                                   commit_time=found.time_millis)
 
     @property
     def display(self) -> str:
@@ -285,7 +310,7 @@ class LineageRecorder:
         barrier = record.barrier_id  # set above whenever data lineage is wanted
         data = {
             kind: [
-                DataLineage(record.job, t.database, t.table, barrier, t.snapshot_id, t.branch)
+                DataLineage(record.job, t.database, t.table, barrier, t.snapshot_id, t.branch, identity=t.identity)
                 for t in items
                 if t.snapshot_id is not None and barrier is not None and want_data
             ]

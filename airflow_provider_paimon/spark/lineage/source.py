@@ -38,7 +38,12 @@ _TYPES = {"job": StringType(), "database": StringType(), "table": StringType(), 
           "key": StringType(), "value": StringType(),
           # barrier_run: the Airflow task try and Spark application behind each barrier
           "dag_id": StringType(), "run_id": StringType(), "task_id": StringType(),
-          "try_number": IntegerType(), "map_index": IntegerType(), "spark_app_id": StringType()}
+          "try_number": IntegerType(), "map_index": IntegerType(), "spark_app_id": StringType(),
+          # each snapshot row's identity and retraction; lineage_event: the history events
+          "snapshot_identity": StringType(), "commit_user": StringType(), "commit_identifier": LongType(),
+          "commit_time": LongType(), "identity_status": StringType(), "retracted_at": TimestampType(),
+          "retracted_by": StringType(), "event_id": LongType(), "kind": StringType(),
+          "event_key": StringType(), "detail": StringType()}
 
 READ_ONLY_MESSAGE = (
     "the paimon-lineage data source is read-only: lineage is recorded by the jobs that "
