@@ -215,7 +215,10 @@ def _hop_query(direction: Direction, kind: HopKind, include_retracted: bool = Fa
     * ``ids``: db, tbl, br, ``snapshot_id IN :snaps`` among rows without an identity:
       rows never checked (``identity_status`` NULL: written before identities) match a
       known node too, rows the identity migration marked ``unknown`` only the ids in
-      ``:unknown_snaps`` (nodes whose identity is unknown as well).
+      ``:unknown_snaps`` (nodes whose identity is unknown as well); and rows of any
+      identity under the ids in ``:legacy_snaps``: nodes reached through a row written
+      before identities are taken by id, as every walk did before identities (the
+      identity migration, ``fill-identities``, makes them exact).
 
     Rows of retracted snapshots (removed by a rollback or fast-forward) are neither
     stepped from nor to unless ``include_retracted``.
@@ -231,14 +234,16 @@ def _hop_query(direction: Direction, kind: HopKind, include_retracted: bool = Fa
     elif kind == "identity":
         where.append(near.c.snapshot_identity.in_(sa.bindparam("idents", expanding=True)))
     else:
+        without_identity = sa.and_(
+            near.c.snapshot_identity.is_(None),
+            sa.or_(near.c.identity_status.is_(None),
+                   near.c.snapshot_id.in_(sa.bindparam("unknown_snaps", expanding=True))))
         where += [near.c.branch == sa.bindparam("br", type_=schema.NAME),
                   near.c.snapshot_id.in_(sa.bindparam("snaps", expanding=True)),
-                  near.c.snapshot_identity.is_(None),
-                  sa.or_(near.c.identity_status.is_(None),
-                         near.c.snapshot_id.in_(sa.bindparam("unknown_snaps", expanding=True)))]
+                  sa.or_(without_identity, near.c.snapshot_id.in_(sa.bindparam("legacy_snaps", expanding=True)))]
     return (
         sa.select(far.c.database, far.c["table"], far.c.branch, far.c.snapshot_id, far.c.job, far.c.barrier_id,
-                  far.c.snapshot_identity, far.c.retracted_at)
+                  far.c.snapshot_identity, far.c.retracted_at, far.c.identity_status)
         .select_from(joined)
         .where(*where, *_live(near, include_retracted), *_live(far, include_retracted))
         .limit(sa.bindparam("lim", type_=sa.Integer()))
@@ -394,6 +399,8 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
         {(start.database, start.table, start.branch): [(start.snapshot_id, None)]} if start_key is None
         else {start_key[:3]: [(start.snapshot_id, start_key[4])]})
     first = True
+    # nodes reached through rows written before identities (never checked): taken by id
+    legacy: dict[tuple[str, str, str], set[int | str]] = {}
 
     def batches(hop_onwards: bool) -> Iterator[tuple[sa.Select, dict]]:
         for (db, tbl, br), nodes in frontier.items():
@@ -407,11 +414,13 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
                        {"db": db, "tbl": tbl, "idents": idents[i:i + _BATCH]})
             snaps = sorted({s for s, _ in nodes}, key=_id_order)
             unknown = {s for s, i in nodes if i is None}
+            old_rows = legacy.get((db, tbl, br), set())
             for i in range(0, len(snaps), _BATCH):
                 chunk = snaps[i:i + _BATCH]
                 yield (_hop_query(direction, "ids", include_retracted),
                        {"db": db, "tbl": tbl, "br": br, "snaps": chunk,
-                        "unknown_snaps": [x for x in chunk if x in unknown] or [-1]})
+                        "unknown_snaps": [x for x in chunk if x in unknown] or [-1],
+                        "legacy_snaps": [x for x in chunk if x in old_rows] or [-1]})
 
     for level in range(1, depth + 1):
         found: dict[tuple, tuple] = {}
@@ -421,10 +430,12 @@ def _bfs(conn: sa.Connection, direction: Direction, start: SnapshotRef, depth: i
                 rows = _fetch(conn, stmt, {**params, "lim": rows_left + 1}, deadline)
                 over = len(rows) > rows_left
                 rows_left -= min(len(rows), rows_left)
-                for db, tbl, br, snap, job, barrier, ident, retracted in rows[: len(rows) - over]:
+                for db, tbl, br, snap, job, barrier, ident, retracted, status in rows[: len(rows) - over]:
                     if job_filter is not None and not job_filter(job):
                         continue
                     key = (db, tbl, br, _stored_id(snap), None if ident is None else str(ident))
+                    if ident is None and status is None:
+                        legacy.setdefault((db, tbl, br), set()).add(key[3])
                     candidate = (level, job, _stored_id(barrier), retracted is not None)
                     if key not in best and (key not in found or _tie_order(candidate) < _tie_order(found[key])):
                         found[key] = candidate
@@ -824,20 +835,25 @@ def consumed_snapshots(store: LineageStore, job: str, database: str, table: str,
                        below: int | None = None, limit: int = 16) -> list[tuple[int, SnapshotIdentity | None]]:
     """The snapshots of ``database.table`` (``branch``) that ``job`` consumed, newest first.
 
-    At most ``limit`` distinct ids below ``below`` (None: all), each with the identity
-    the row recorded (None: unknown); retracted rows are skipped. The catch-up check
+    From at most ``limit`` rows below ``below`` (None: all): one entry per id and
+    identity the rows recorded (None: unknown; an id consumed as two commits, before and
+    after a rollback reused it, gives two entries); retracted rows are skipped. The catch-up check
     takes the first whose identity is the live snapshot's (a reused id is not progress).
     """
     stmt = _progress_query(limit)
     params = {"job": job, "db": database, "tbl": table, "br": branch,
               "below": schema.MAX_ID if below is None else below}
     rows = store.run("read consumed snapshots", lambda conn: conn.execute(stmt, params).all())
-    out: dict[int, SnapshotIdentity | None] = {}
+    # one id may have been consumed as two commits (a rollback reused it): keep each
+    # identity, so the check finds the one that is live whatever order the rows came in
+    out: dict[int, list[SnapshotIdentity | None]] = {}
     for snap, user, ident, millis in rows:
         known = SnapshotIdentity.from_fields(user, ident, millis)
-        if int(snap) not in out or out[int(snap)] is None:
-            out[int(snap)] = known
-    return sorted(out.items(), reverse=True)
+        seen = out.setdefault(int(snap), [])
+        if known not in seen:
+            seen.append(known)
+    return [(snap, identity) for snap in sorted(out, reverse=True)
+            for identity in sorted(out[snap], key=lambda i: i is None)]
 
 
 def max_consumed_snapshot(store: LineageStore, job: str, database: str, table: str, branch: str) -> int | None:

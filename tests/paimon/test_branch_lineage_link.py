@@ -71,8 +71,15 @@ def test_upstream_of_main_after_replace_main_is_the_branch_snapshot(warehouse, s
     main_n = result["main_snapshot_id"]
     assert (main_n, result["branch_snapshot_id"]) == (4, 4)
     assert rows(catalog) == rows(catalog, branch="fix")
+    from airflow_provider_paimon.paimon.catalog import load_table
+    from airflow_provider_paimon.paimon.snapshot_identity import table_identity
+
+    # the link names both snapshots by identity too (ids are reused; commits are not)
+    fix_id = table_identity(load_table(catalog, "db.t", "fix"), 4)
+    main_id = table_identity(load_table(catalog, "db.t"), 4)
     assert result["lineage"] == {"job": "paimon.replace_main", "barrier_id": 1, "source": "db.t@fix:4",
-                                 "sink": "db.t@main:4", "recorded": True}
+                                 "sink": "db.t@main:4", "recorded": True,
+                                 "source_identity": fix_id.digest, "sink_identity": main_id.digest}
     # the real command line, as a person would ask it
     assert _cli(store_url, "upstream", "db.t", str(main_n)) == [("t", "fix", 4, 1)]
     assert _cli(store_url, "upstream", "db.t", str(main_n), "--depth", "2") == [("t", "fix", 4, 1), ("raw", "main", 7, 2)]

@@ -310,6 +310,7 @@ def test_audit_entries_are_bounded_text_whatever_the_xcom_holds():
         MAX_TEXT,
         AuditRow,
         audits_answer,
+        scan_size,
     )
 
     def row(value, key="return_value"):
@@ -319,15 +320,21 @@ def test_audit_entries_are_bounded_text_whatever_the_xcom_holds():
     rows = [
         row("not json"), row(None), row([1, 2]), row({"table": "db.t", "diff": "x"}),  # not reports: skipped
         row('{"table": "db.t", "passed": "yes", "summary": "' + "s" * 5000 + '", "diff": {"partitions": 3}}'),
-        row({"table": "DB.T", "passed": True, "diff": {"partitions": parts, "added": 1.5}, "checks": {"failed": [1]}},
-            key="audit"),
+        row({"table": "DB.T", "passed": True, "task_failed": True, "diff": {"partitions": parts, "added": 1.5},
+             "checks": {"failed": [1]}}, key="paimon_audit:db.t"),
     ]
-    answer = audits_answer(rows, "db.t", None, 10, scan=len(rows))
+    answer = audits_answer(rows, "db.t", None, 10)
     long_summary, many = answer["audits"]
     assert long_summary["passed"] is False and len(long_summary["summary"]) == MAX_TEXT
     assert long_summary["partitions"] == [] and long_summary["when"] == "2026-01-01T00:00:00+00:00"
     assert len(many["partitions"]) == MAX_PARTITIONS and many["partitions_truncated"] is True
     assert many["partitions"][3] == {"partition": "dt=3", "added": 3, "removed": None}
     assert many["added"] is None and many["failed_checks"] == ["1"] and many["task_failed"] is True
-    assert answer["truncated"] is True and "newest 6" in answer["truncated_reason"]
-    assert audits_answer(rows, "db.t", None, 2, scan=len(rows))["truncated"] is False
+    # without a branch the newest summaries are all there is to show: nothing is cut
+    assert answer["truncated"] is False and answer["truncated_reason"] is None
+    # a branch is searched among the newest scan_size(branch, limit) summaries: if they
+    # hold fewer than asked, the answer says the search was cut
+    others = [row({"table": "db.t", "branch": "other", "passed": True, "diff": {}})] * scan_size("fix", 10)
+    cut = audits_answer(others, "db.t", "fix", 10)
+    assert cut["truncated"] is True and f"newest {scan_size('fix', 10)}" in cut["truncated_reason"]
+    assert audits_answer(others[:5], "db.t", "fix", 10)["truncated"] is False
