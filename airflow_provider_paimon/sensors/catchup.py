@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
@@ -93,9 +93,10 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         "lineage_url",
         "lineage_database",
     )
-    #: masked as soon as rendered, so the stored rendered fields show ``***``
-    secret_url_fields = ("lineage_url",)
-    secret_option_fields = ("warehouse_options",)
+    #: a URL with credentials is refused there (at parse, or once rendered); secret
+    #: options are masked before Airflow stores the rendered fields
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse", "lineage_url")
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#c8e6f5"
 
     def __init__(
@@ -141,6 +142,7 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         self.wait_for_job_start = wait_for_job_start
         self.deferrable = deferrable
         self._checker: CatchUpHook | None = None
+        self.check_literal_locations()
 
     def check_kwargs(self) -> dict[str, Any]:
         """The check's arguments as plain values (what the trigger serializes).
