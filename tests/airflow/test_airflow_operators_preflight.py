@@ -281,3 +281,59 @@ def test_branch_operators_refuse_a_rendered_lineage_url_with_a_password(wh, oper
         op.render_template_fields({"var": {"value": {"url": url}}})
     assert secret not in str(err.value)
     assert secret not in str(redact(f"rendered {url}"))
+
+
+@pytest.mark.parametrize(
+    ("field", "template", "source"),
+    [
+        ("warehouse", "{{ params.wh }}", "params"),
+        ("warehouse", "/data/{{ dag_run.conf['team'] }}/wh", "dag_run"),
+        ("warehouse", "{% set w = params.wh %}{{ w }}", "params"),  # found by Jinja's parser, not by text
+        ("warehouse", "/wh/{{ run_id }}", "run_id"),
+        ("warehouse", "{{ ti.xcom_pull('where') }}", "ti"),
+        ("lineage_url", "{{ var.value.get(params.store) }}", "params"),
+        ("lineage_url", "{{ unknown_name }}", "unknown_name"),  # fail closed: a name we do not know
+    ],
+)
+def test_a_location_from_what_the_trigger_chooses_is_refused_before_rendering(wh, field, template, source):
+    """Whoever triggers a DAG chooses params/dag_run (and run id): a warehouse or store
+    templated from them fails the task, naming the source, unless the DAG opts in."""
+    from airflow.sdk import DAG
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with DAG("loc", schedule=None) as dag:
+        op = MergeBranchOperator(task_id="m", table="db.events", branch="fix", **{field: template})
+        opted = MergeBranchOperator(task_id="o", table="db.events", branch="fix", allow_location_from_params=True,
+                                    **{field: "{{ params.x }}"})
+    context = {"params": {"wh": wh.path, "x": wh.path, "store": "s"}, "run_id": "r", "var": {"value": {}},
+               "dag_run": None, "ti": None}
+    before = getattr(op, field)
+    with pytest.raises(AirflowFailException, match=rf"{field} is templated from {source}.*allow_location_from_params"):
+        op.render_template_fields(context, jinja_env=dag.get_template_env())
+    assert getattr(op, field) == before  # refused before anything was rendered
+    opted.render_template_fields(context, jinja_env=dag.get_template_env())
+    assert getattr(opted, field) == wh.path
+
+
+def test_a_location_from_dag_code_variables_dates_or_macros_renders(wh):
+    from airflow.sdk import DAG
+
+    with DAG("loc_ok", schedule=None, user_defined_macros={"wh_root": wh.path}) as dag:
+        op = MergeBranchOperator(task_id="m", table="db.events", branch="fix", warehouse="{{ wh_root }}",
+                                 lineage_url="sqlite:///{{ var.value.dir }}/{{ ds_nodash }}.sqlite",
+                                 conf={"spark.app.day": "{{ params.day }}"})  # not a location: params fine
+    op.render_template_fields({"var": {"value": {"dir": "/tmp"}}, "ds_nodash": "20261126", "params": {"day": "1"}},
+                              jinja_env=dag.get_template_env())
+    assert (op.warehouse, op.lineage_url, op.conf) == (wh.path, "sqlite:////tmp/20261126.sqlite", {"spark.app.day": "1"})
+    with pytest.raises(ValueError, match="allow_location_from_params must be True or False"):
+        MergeBranchOperator(task_id="bad", table="db.events", branch="fix", allow_location_from_params="yes")
+
+
+def test_a_location_conf_entry_from_params_is_refused():
+    from airflow.sdk import DAG
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with DAG("loc_conf", schedule=None) as dag:
+        op = CompactionOperator(task_id="c", table="db.events", conf={"spark.paimon.lineage.url": "{{ params.u }}"})
+    with pytest.raises(AirflowFailException, match="conf is templated from params"):
+        op.render_template_fields({"params": {"u": "sqlite:////tmp/x"}}, jinja_env=dag.get_template_env())

@@ -219,3 +219,21 @@ def test_mask_url_hides_every_mistyped_shape():
     for url in ("mysql+pymysql:/root:PW9x@h", "mysql+pymysql//root:PW9x@h", "root:PW9x@h",
                 "mysql+pymysql://root:PW9x@h:abc/db", "mysql+pymysql://root:P@W9x@h/db"):
         assert "W9x" not in mask_url(url) and "***@h" in mask_url(url), url
+
+
+@pytest.mark.parametrize("module", ["hooks.lineage", "operators.tag", "sensors.partition", "triggers.snapshot"])
+def test_importing_any_part_of_the_airflow_layer_arms_airflows_masker(module):
+    """A fresh process: import one module, register a secret with the package's registry,
+    and Airflow's own redaction (task logs, rendered fields) hides it."""
+    import subprocess
+    import sys
+
+    probe = (
+        f"import airflow_provider_paimon.{module}\n"
+        "from airflow_provider_paimon.paimon.secrets import register_secret\n"
+        "from airflow.sdk.log import redact\n"
+        "register_secret(\"Pw,(arm)'9z\")\n"
+        "print(redact(\"log line Pw,(arm)'9z end\"))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "log line *** end"
