@@ -38,7 +38,7 @@ from airflow_provider_paimon.lineage.url import (
     mask_url,
     parse_url,
 )
-from airflow_provider_paimon.paimon.secrets import register_secret, register_url_secrets
+from airflow_provider_paimon.paimon.secrets import register_secret, register_url_secrets, scrub
 
 
 def url_from_connection(
@@ -178,4 +178,4 @@ class PaimonLineageHook(BaseHook):
             with self.get_store(read_only=True) as store:
                 return True, f"lineage store {store.url} at schema version {store.schema_version}"
         except Exception as err:  # noqa: BLE001 - the message is the answer
-            return False, str(err)
+            return False, scrub(str(err))

@@ -37,6 +37,7 @@ from airflow_provider_paimon.operators.templated_secrets import (
     refuse_secrets_message,
     trigger_secret_problems,
 )
+from airflow_provider_paimon.paimon.secrets import scrub
 from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
 
 
@@ -200,11 +201,12 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
             self._checker = CatchUpHook(**self.check_kwargs())
         try:
             result = self._checker.check()
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - retried next poke or failed (scrubbed), never swallowed
+            message = scrub(f"{type(err).__name__}: {err}")
             if outlasts_a_poll(err):
-                self.log.warning("catch-up check failed, retrying next poke: %s: %s", type(err).__name__, err)
+                self.log.warning("catch-up check failed, retrying next poke: %s", message)
                 return False
-            raise AirflowFailException(f"{type(err).__name__}: {err}") from err
+            raise AirflowFailException(message) from None
         if result.caught_up:
             self.log.info("caught up: %s", result.summary())
             return PokeReturnValue(is_done=True, xcom_value=result.to_dict())
