@@ -288,6 +288,7 @@ def test_one_real_run_leaves_no_secret_anywhere(
     assert any("airflow_provider_paimon.spark.jobs.launcher tag" in a for a in argv.seen)
     assert any("org.apache.spark.deploy.SparkSubmit" in a for a in argv.seen)
     assert accepted, "no OpenLineage event reached the receiver with the api key"
+    assert "Running the Paimon tag job in the Airflow worker" in logs and "Spark-Submit cmd" in logs
     assert LINEAGE_JOB in store_rows
     assert tables.table("db.src").tag_manager().tag_exists("t1")
 
