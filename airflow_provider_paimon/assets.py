@@ -25,8 +25,11 @@ URI layout (``docs/assets.md``)::
   OpenLineage namespace ``paimon+rest://server/path/catalog`` is (no ``fs`` then).
   A JDBC catalog's warehouse is a folder: its URIs are the file-system ones.
 
-Credentials (user info) never stay in a URI; ``.``/``..``/``//`` in the warehouse path
-are folded exactly as the OpenLineage namespace folds them.
+Credentials never reach a URI: a warehouse with a password in it (or user info that
+does not parse) is refused with a message that does not echo it, since asset URIs are
+stored in the serialized DAG and shown to every viewer; a user name alone is dropped.
+``.``/``..``/``//`` in the warehouse path are folded exactly as the OpenLineage namespace
+folds them.
 
 Kept free of Airflow imports at module level: Airflow's ProvidersManager imports the
 handler while it is starting, and the lineage layer must stay usable without Airflow.
@@ -59,6 +62,7 @@ from airflow_provider_paimon.paimon.names import (
     parse_table_name,
     validate_branch_name,
 )
+from airflow_provider_paimon.paimon.secrets import url_userinfo_secrets
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset
@@ -130,6 +134,12 @@ def asset_uri(
     database, name = parse_table_name(table)
     if branch is not None and not is_main(branch):
         validate_branch_name(branch, UNICODE_PROFILE)  # a reference: the table's ops apply its profile
+    if url_userinfo_secrets(warehouse) or url_userinfo_secrets((catalog_options or {}).get("uri") or ""):
+        raise ValueError(
+            "the warehouse (or the REST catalog's uri) of a Paimon asset carries credentials; asset URIs "
+            "are stored in the serialized DAG and shown to every viewer: give the warehouse without "
+            "them and put the credentials in the 'paimon' connection"
+        )
     namespace = urlsplit(warehouse_namespace(warehouse, catalog_options))
     fs = namespace.scheme
     path = namespace.path if namespace.path not in ("", "/") else ""
@@ -141,7 +151,8 @@ def asset_uri(
         query.append(("catalog", _REST))
     elif fs != "file" or namespace.netloc:
         query.append(("fs", fs))
-    return urlunsplit((SCHEME, namespace.netloc, full_path, urlencode(sorted(query)), ""))
+    netloc = namespace.netloc.rsplit("@", 1)[-1]  # a user name alone: not part of the table's identity
+    return urlunsplit((SCHEME, netloc, full_path, urlencode(sorted(query)), ""))
 
 
 def parse_asset_uri(uri: str | SplitResult) -> PaimonAssetRef:

@@ -16,13 +16,15 @@ from airflow_provider_paimon import __version__
 
 INTEGRATION = "Apache Paimon"
 
-# UI of the ``paimon`` connection: the warehouse goes in Host; catalog options in Extra.
+# UI of the ``paimon`` connection: the warehouse goes in Host (never with credentials in
+# it: they go in Login/Password); catalog options in Extra. Every extra that is not a
+# known setting is treated as a secret (hooks/connection_secrets.py).
 PAIMON_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
     "hidden-fields": ["schema", "port"],
     "relabeling": {
         "host": "Warehouse URI",
-        "login": "Catalog user (jdbc.user)",
-        "password": "Catalog secret (jdbc.password / REST token)",
+        "login": "Catalog user (jdbc.user) or S3 access key id",
+        "password": "Catalog secret (jdbc.password / REST token / S3 secret key)",
         "extra": "Catalog options (JSON)",
     },
     "placeholders": {
@@ -41,12 +43,13 @@ PAIMON_CONN_FIELDS: dict[str, Any] = {
     },
     "uri": {
         "label": "Catalog URI",
-        "description": "JDBC URL (metastore=jdbc) or REST endpoint (metastore=rest)",
+        "description": "JDBC URL (metastore=jdbc) or REST endpoint (metastore=rest); "
+        "credentials go in Login/Password, not in the URL",
         "schema": {"type": ["string", "null"]},
     },
     "warehouse": {
         "label": "Warehouse (if not in Host)",
-        "description": "Warehouse path or URI; Host wins when both are set",
+        "description": "Warehouse path or URI, without credentials; Host wins when both are set",
         "schema": {"type": ["string", "null"]},
     },
 }

@@ -59,6 +59,9 @@ with DAG(
         correction="{{ params.correction }}",
         warehouse=W,
         lineage_url="{{ params.lineage_url }}",
+        # an example: whoever triggers it picks the warehouse and store (params); a
+        # production DAG names them in connections instead (docs/security.md)
+        allow_location_from_params=True,
         jobs={
             "ods.raw": {
                 "application": APP,

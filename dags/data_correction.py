@@ -236,6 +236,10 @@ with DAG(
     catchup=False,
     doc_md=__doc__,
     tags=["paimon", "example"],
+    # This example lets whoever triggers it choose the warehouse and the lineage store
+    # (params), which the package refuses by default: a production DAG names them in
+    # connections (paimon_conn_id, lineage_conn_id) and drops this (docs/security.md).
+    default_args={"allow_location_from_params": True},
     params={
         "warehouse": Param(
             os.environ.get("PAIMON_WAREHOUSE", ""),

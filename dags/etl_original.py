@@ -59,6 +59,9 @@ with DAG(
             "--mode", "batch",
         ],
         lineage_url="{{ params.lineage_url }}",
+        # an example: whoever triggers it picks the store (params); a production DAG
+        # names it in a paimon_lineage connection instead (docs/security.md)
+        allow_location_from_params=True,
         lineage_job=JOB_NAME,
         name=JOB_NAME,
     )

@@ -52,7 +52,9 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     render_template_as_native_obj=True,  # numbers and booleans reach the operators as such
-    default_args={"retries": 1, "retry_delay": timedelta(minutes=5)},
+    # allow_location_from_params: this example lets whoever triggers it pick the warehouse
+    # (params); a production DAG names it in the paimon connection instead (docs/security.md)
+    default_args={"retries": 1, "retry_delay": timedelta(minutes=5), "allow_location_from_params": True},
     params={
         "table": Param(TABLE, type="string", description="the table, as database.table"),
         "warehouse": Param("", type="string", description="warehouse path/URI; blank: paimon_default's"),

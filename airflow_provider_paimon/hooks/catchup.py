@@ -24,6 +24,7 @@ from airflow_provider_paimon.paimon.catchup import (
     SourceRef,
     check_catch_up,
 )
+from airflow_provider_paimon.paimon.secrets import register_url_secrets
 
 
 class CatchUpHook(BaseHook):
@@ -121,6 +122,8 @@ class CatchUpHook(BaseHook):
     def _open_store(self) -> LineageStore:
         url: Any = self.lineage_url
         database = self.lineage_database
+        if isinstance(url, str):
+            register_url_secrets(url)  # read here: known before any message could name it
         if self.lineage_conn_id:
             hook = PaimonLineageHook(self.lineage_conn_id)
             url, database = hook.get_url(), database or hook.get_database()

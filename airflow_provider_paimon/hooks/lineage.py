@@ -10,8 +10,13 @@ Connection layout (either form):
   the URL connects to, as in Airflow's MySQL and Postgres connections.
 
 Extra ``database`` names the lineage system database (the Paimon lineage proposal's ``jdbc.database``,
-default ``paimon``): a MySQL database or a PostgreSQL schema. The password is
-registered with Airflow's secret masker and is only ever logged inside a masked URL.
+default ``paimon``): a MySQL database or a PostgreSQL schema.
+
+Secrets by origin: the connection's Password, the password and secret query values of
+the extra's ``url`` (and of any other URL in the extra) are registered with the
+package's secret registry (so with Airflow's masker) the moment the connection is read,
+by their whole value; the URL is only ever logged masked, and reaches a job through its
+environment.
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 from airflow.sdk import BaseHook
-from airflow.sdk.log import mask_secret
 from sqlalchemy.engine import URL
 
+from airflow_provider_paimon.hooks.connection_secrets import (
+    CredentialsInLocationError,
+    check_location,
+)
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.lineage.url import (
     DEFAULT_DATABASE,
@@ -30,6 +38,7 @@ from airflow_provider_paimon.lineage.url import (
     mask_url,
     parse_url,
 )
+from airflow_provider_paimon.paimon.secrets import register_secret, register_url_secrets, scrub
 
 
 def url_from_connection(
@@ -40,8 +49,12 @@ def url_from_connection(
     schema: str | None,
     extra: dict[str, Any],
 ) -> tuple[URL, str]:
-    """The store URL and system database a connection describes (pure, for tests)."""
+    """The store URL and system database a connection describes; registers its secrets."""
+    register_secret(password)
     extra = dict(extra or {})
+    for value in extra.values():
+        if isinstance(value, str):
+            register_url_secrets(value)
     database = check_database_name(extra.get("database") or DEFAULT_DATABASE)
     if extra.get("url"):
         url = parse_url(str(extra["url"]))
@@ -72,7 +85,7 @@ def resolve_lineage_store(
     SQLAlchemy ``url`` (templated, so maybe blank) plus an optional ``database``;
     neither: ``(None, None)``, no store. The password is registered with Airflow's
     masker either way; the URL goes to a job's environment, never its command line.
-    Raises ``LineageUrlError`` for a URL that does not parse, and Airflow's
+    Raises ``LineageUrlError`` for a URL that does not parse or carries a password, and Airflow's
     not-found error for a missing connection.
     """
     database = (database or "").strip() or None
@@ -86,16 +99,18 @@ def resolve_lineage_store(
         return None, None
     from sqlalchemy.engine import make_url
 
+    register_url_secrets(url)  # before any message could name it
+    try:
+        check_location("lineage_url", url)  # a password belongs in a paimon_lineage connection
+    except CredentialsInLocationError as err:
+        raise LineageUrlError(str(err)) from None
     try:
         make_url(url)
     except Exception:  # noqa: BLE001 - any parse failure is a bad argument; not echoed
         raise LineageUrlError(
-            "lineage_url is not a SQLAlchemy URL (expected dialect+driver://user:password@"
-            "host/database or sqlite:////path)"
+            "lineage_url is not a SQLAlchemy URL (expected dialect+driver://host/database, "
+            "or sqlite:////path; credentials go in a 'paimon_lineage' connection)"
         ) from None
-    from airflow_provider_paimon.operators.templated_secrets import mask_url
-
-    mask_url(url)  # its password, secret query values and the whole URL (short passwords too)
     return url, database
 
 
@@ -132,13 +147,10 @@ class PaimonLineageHook(BaseHook):
     def _resolve(self) -> tuple[URL, str]:
         if self._resolved is None:
             conn = self.get_connection(self.lineage_conn_id)
-            if conn.password:
-                mask_secret(conn.password)
             url, database = url_from_connection(
                 conn.host, conn.port, conn.login, conn.password, conn.schema, conn.extra_dejson
             )
-            if url.password:
-                mask_secret(url.password)
+            register_secret(url.password)
             self._resolved = (url, database)
             self.log.info("lineage store %s (database %s)", mask_url(url), database)
         return self._resolved
@@ -166,4 +178,4 @@ class PaimonLineageHook(BaseHook):
             with self.get_store(read_only=True) as store:
                 return True, f"lineage store {store.url} at schema version {store.schema_version}"
         except Exception as err:  # noqa: BLE001 - the message is the answer
-            return False, str(err)
+            return False, scrub(str(err))

@@ -36,6 +36,7 @@ from airflow_provider_paimon.hooks.spark_job import (
     read_job_record,
     register_secrets,
 )
+from airflow_provider_paimon.paimon.secrets import scrub
 from airflow_provider_paimon.spark.jobs.common import (
     ERROR_PREFIX,
     RESULT_FILE_ENV,
@@ -53,7 +54,8 @@ class PaimonLocalJobHook(BaseHook):
 
     :param family: a metadata-only job family (``METADATA_FAMILIES``).
     :param job_args: the family's command-line arguments (no secrets here).
-    :param secret_options: catalog options passed through ``PAIMON_CATALOG_OPTIONS_JSON``.
+    :param secret_options: catalog options passed through ``PAIMON_CATALOG_OPTIONS_JSON``
+        (operators pass all of them: none goes on the command line).
     :param secret_env: more secret environment for the job (e.g. ``PAIMON_LINEAGE_URL``).
     :param context_env: plain environment naming the Airflow task try (snapshot properties).
     """
@@ -101,7 +103,7 @@ class PaimonLocalJobHook(BaseHook):
             result_file = Path(tmp) / "result.json"
             env = {**self.job_environment(), RESULT_FILE_ENV: str(result_file)}
             self.log.info("Running the Paimon %s job in the Airflow worker: %s", self.family,
-                          " ".join(self.command()[2:]))
+                          scrub(" ".join(self.command()[2:])))
             self._process = subprocess.Popen(
                 self.command(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True, bufsize=1,
@@ -117,7 +119,7 @@ class PaimonLocalJobHook(BaseHook):
             if error is not None:
                 self.job_error = error
         if exit_code != 0:
-            detail = self.job_error or "no PAIMON_ERROR line (see the output above)"
+            detail = scrub(self.job_error or "no PAIMON_ERROR line (see the output above)")
             error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
             raise error_class(f"Paimon {self.family} job failed (exit {exit_code}): {detail}",
                               exit_code, self.family)

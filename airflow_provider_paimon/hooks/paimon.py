@@ -21,12 +21,14 @@ Connection layout:
   ``path-style-access`` stand for ``fs.s3.endpoint``, ``fs.s3.region`` and
   ``fs.s3.path-style-access``; the full ``fs.s3.*`` names work too and win.
 
-Secret options follow the package's one secret policy (``paimon/secrets.py``): keys
-naming a credential (``password``, ``secret``, ``token``, ``key``, ``auth``...),
-pypaimon's REST ``header.*`` options, and any value that is a URL with a password
-(``uri=...user:password@host``). They are masked in Airflow's logs and reach Spark
-jobs only through the ``PAIMON_CATALOG_OPTIONS_JSON`` environment variable, never
-the command line.
+Secrets are known by where they come from (``hooks/connection_secrets.py``): the
+Password, the Login when it is an S3 access key id, and every extra that is not a known
+non-secret option (fail closed) are registered by their whole value the moment the
+connection is read, so Airflow's masker and the package's own messages hide them; the
+URL credentials inside any value are registered too. A warehouse (Host) with
+credentials in it is refused: they go in Login/Password. Spark jobs get every catalog
+option of the connection through the ``PAIMON_CATALOG_OPTIONS_JSON`` environment
+variable, never the command line.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from functools import cached_property
 from typing import Any
 
 from airflow.sdk import BaseHook
-from airflow.sdk.log import mask_secret
 
+from airflow_provider_paimon.hooks.connection_secrets import check_location, connection_secret_keys
+from airflow_provider_paimon.hooks.secret_masking import register_value
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
@@ -47,6 +50,8 @@ from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.secrets import (
     SECRET_KEY_MARKERS,
     is_secret,
+    register_secret,
+    register_url_secrets,
     scrub,
     secret_values,
 )
@@ -79,20 +84,29 @@ def is_secret_option(key: str, value: str | None = None) -> bool:
 
 @dataclass(frozen=True)
 class CatalogConfig:
-    """Where the warehouse is and how to open its catalog, as resolved from a connection."""
+    """Where the warehouse is and how to open its catalog, as resolved from a connection.
+
+    ``secret_keys`` are the options secret by origin (a connection's password and its
+    extras that are not known settings); the policy's second net adds any other key
+    naming a credential or value holding one.
+    """
 
     warehouse: str
     options: dict[str, str] = field(default_factory=dict)
+    secret_keys: frozenset[str] = frozenset()
+
+    def is_secret(self, key: str) -> bool:
+        return key in self.secret_keys or is_secret_option(key, self.options.get(key))
 
     @property
     def public_options(self) -> dict[str, str]:
-        """Options safe to show in logs and on a spark-submit command line."""
-        return {k: v for k, v in self.options.items() if not is_secret_option(k, v)}
+        """Options safe to show in logs (jobs get every option through the environment)."""
+        return {k: v for k, v in self.options.items() if not self.is_secret(k)}
 
     @property
     def secret_options(self) -> dict[str, str]:
-        """Options that travel only through ``PAIMON_CATALOG_OPTIONS_JSON``."""
-        return {k: v for k, v in self.options.items() if is_secret_option(k, v)}
+        """Options that must never be shown."""
+        return {k: v for k, v in self.options.items() if self.is_secret(k)}
 
 
 def config_from_connection(
@@ -101,15 +115,26 @@ def config_from_connection(
     password: str | None,
     extra: dict[str, Any],
 ) -> CatalogConfig:
-    """Turn a ``paimon`` connection's fields into a ``CatalogConfig`` (pure, for tests)."""
+    """Turn a ``paimon`` connection's fields into a ``CatalogConfig``.
+
+    Registers the connection's secrets (by origin, whole values) as it reads them; a
+    warehouse with credentials in it is refused (``CredentialsInLocationError``).
+    """
+    register_secret(password)
     options: dict[str, str] = {}
     for key, value in (extra or {}).items():
         name = key[len(_EXTRA_PREFIX):] if key.startswith(_EXTRA_PREFIX) else key
         if value is None or value == "":
             continue
         options[name] = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    secret_keys = connection_secret_keys(options)
+    for key, value in options.items():
+        register_url_secrets(value)
+        if key in secret_keys:
+            register_value(value)
     warehouse = (host or "").strip() or options.pop("warehouse", "")
     options.pop("warehouse", None)
+    check_location("warehouse", warehouse, "the paimon connection's Host (or extra 'warehouse')")
     metastore = options.get("metastore", "filesystem").lower()
     if login and metastore == "jdbc":
         options.setdefault("jdbc.user", login)
@@ -119,8 +144,13 @@ def config_from_connection(
         elif metastore == "rest":
             options.setdefault("token", password)
     if metastore == "filesystem" and is_s3_warehouse(warehouse):
+        if login:
+            register_secret(login)  # an S3 access key id: half of the credential
         _s3_options(options, login, password)
-    return CatalogConfig(warehouse=warehouse, options=options)
+    # the options the Password (and an S3 Login) filled in are secret by origin too
+    by_origin = {v for v in (password, options.get(S3_ACCESS_KEY_ID)) if v}
+    secret_keys = connection_secret_keys(options) | {k for k, v in options.items() if v in by_origin}
+    return CatalogConfig(warehouse=warehouse, options=options, secret_keys=secret_keys)
 
 
 def _s3_options(options: dict[str, str], login: str | None, password: str | None) -> None:
@@ -242,10 +272,11 @@ class PaimonHook(BaseHook):
                 f"connection {self.paimon_conn_id!r} names no warehouse: set Host to the "
                 "warehouse URI (or extra 'warehouse')"
             )
-        config = CatalogConfig(warehouse=warehouse, options=options)
-        for value in secret_values(config.options):
-            mask_secret(value)
-        return config
+        check_location("warehouse", warehouse)
+        # options given by the task (warehouse_options): secret when the policy says so
+        for value in secret_values(self._options_override):
+            register_value(value)
+        return CatalogConfig(warehouse=warehouse, options=options, secret_keys=config.secret_keys)
 
     @property
     def warehouse(self) -> str:

@@ -15,16 +15,16 @@ of the Airflow ``spark`` connection. The job contract (``spark/jobs/__init__.py`
 find driver ids) to capture those lines, returns the result, and turns a failure into a
 ``PaimonJobError`` whose message is the job's own error.
 
-Secrets: catalog options that are secret travel in ``PAIMON_CATALOG_OPTIONS_JSON`` in
-the environment of the spark-submit process, which is where the driver runs in client
+Secrets: catalog options (operators pass all of a connection's, secret or not) travel in
+``PAIMON_CATALOG_OPTIONS_JSON`` in the environment of the spark-submit process, which is where the driver runs in client
 deploy mode. They are *not* given to ``SparkSubmitHook(env_vars=...)``: on YARN and
 Kubernetes that hook turns env vars into ``--conf`` arguments, i.e. onto the command
 line. Client deploy mode is also what lets the driver's stdout (the result line) reach
 Airflow, so cluster deploy mode is refused.
 
-Spark conf that is secret by the package's secret policy (``paimon/secrets.py``: an
-``apiKey``, a ``header.*``, a URL with a password...) is not given as ``--conf``
-either: it is written, with the Spark defaults it would have been merged with, to a
+Spark conf that is secret (every ``spark.openlineage.transport.*`` key, a value the
+package knows as a secret by origin, and by the policy's second net an ``apiKey``, a
+``header.*``, a URL with a password...) is not given as ``--conf`` either: it is written, with the Spark defaults it would have been merged with, to a
 private properties file (mode 0600, in a directory deleted after the run) that
 spark-submit reads with ``--properties-file``. The JVM sees the same conf; the command
 line and the task log see only the file's path. Its values are also registered with
@@ -48,8 +48,9 @@ from typing import Any
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
+from airflow_provider_paimon.hooks.secret_masking import register_values
 from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
-from airflow_provider_paimon.paimon.secrets import secret_values, split_secrets
+from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
 from airflow_provider_paimon.spark.jobs.common import (
     CATALOG_OPTIONS_ENV,
     ERROR_PREFIX,
@@ -152,12 +153,23 @@ def airflow_context_env(context: Mapping[str, Any] | None) -> dict[str, str]:
     )
 
 
-def register_secrets(values: Mapping[str, Any]) -> None:
-    """Register every secret value with Airflow's log masker (task logs, UI)."""
-    from airflow.sdk.log import mask_secret
+#: Spark conf keys kept off the command line whatever their value: the OpenLineage
+#: transport (URL, API key, headers) the Spark-side emitter sends events with
+SECRET_CONF_PREFIXES = ("spark.openlineage.transport.",)
 
-    for value in secret_values({str(k): v for k, v in values.items()}):
-        mask_secret(value)
+
+def register_secrets(values: Mapping[str, Any]) -> None:
+    """Register the secrets in ``values`` (secret keys' values, URL credentials) with the
+    package's registry, hence Airflow's masker (task logs, UI)."""
+    register_values(secret_values({str(k): v for k, v in values.items()}))
+
+
+def split_secret_conf(conf: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(public, secret)`` Spark conf: the policy's split, plus every transport key."""
+    public, secret = split_secrets(dict(conf))
+    for key in [k for k in public if str(k).startswith(SECRET_CONF_PREFIXES)]:
+        secret[key] = public.pop(key)
+    return public, secret
 
 
 def job_environment(
@@ -214,7 +226,8 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     :param family: job family (``branch``, ``tag``, ``compact``...).
     :param job_args: the family's command-line arguments (no secrets here).
-    :param secret_options: catalog options passed through ``PAIMON_CATALOG_OPTIONS_JSON``.
+    :param secret_options: catalog options passed through ``PAIMON_CATALOG_OPTIONS_JSON``
+        (operators pass all of them: none goes on the command line).
     :param spark_conn_id: the Airflow ``spark`` connection (default ``spark_default``).
     :param conf: Spark configuration passed through as ``--conf``.
     :param name: the Spark application name (operators use ``{dag_id}.{task_id}``).
@@ -262,7 +275,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
         missing = missing_spark_connection(spark_conn_id)
         if missing:
             raise SparkConnectionNotFoundError(f"{missing}; nothing was submitted")
-        public_conf, self._secret_conf = split_secrets(dict(conf or {}))
+        public_conf, self._secret_conf = split_secret_conf(conf or {})
         self.family = family
         self.job_args = list(job_args)
         self._secret_options = dict(secret_options or {})
@@ -350,13 +363,13 @@ class PaimonSparkJobHook(SparkSubmitHook):
             if self.job_error is not None:
                 error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
                 raise error_class(
-                    f"Paimon {self.family} job failed (exit {exit_code}): {self.job_error}",
+                    f"Paimon {self.family} job failed (exit {exit_code}): {scrub(self.job_error)}",
                     exit_code,
                     self.family,
                 ) from None
             raise PaimonJobError(
                 f"Paimon {self.family} job failed (exit {exit_code}) before reporting an "
-                f"error: {failure}",
+                f"error: {scrub(str(failure))}",
                 exit_code,
                 self.family,
             ) from None

@@ -43,6 +43,7 @@ from airflow_provider_paimon.operators.run_tagging import (
     tag_committed_snapshot,
 )
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
+from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import is_main, name_profile, parse_table_name
 from airflow_provider_paimon.paimon.option_values import parse_int
@@ -54,7 +55,7 @@ class PaimonPreflightError(AirflowFailException):
     """The operator saw a problem before submitting: nothing was submitted or changed."""
 
 
-class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
+class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOperator):
     """Base class: check, submit ``launcher.py FAMILY ARGS`` via spark-submit, return the result.
 
     :param table: the table as ``database.table`` (templated).
@@ -78,12 +79,22 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         (``hooks/local_job.py``), with no JVM start; only for the metadata-only families
         (branch, tag, maintenance, publish), and only when the worker can reach the
         warehouse's storage. ``spark_conn_id``, ``conf`` and ``spark_kwargs`` are unused then.
+    :param allow_location_from_params: accept a ``warehouse`` (or ``lineage_url``)
+        templated from ``params`` / ``dag_run`` (default ``False``: refused, see
+        ``templated_secrets.MaskRenderedSecrets``).
+
+    Secrets: ``warehouse`` and the URLs in ``conf`` carry no credentials (refused when
+    the DAG is parsed, or once rendered); the connection's catalog options reach the
+    job through its environment only, never its command line; secret ``conf`` entries
+    through a private properties file; rendered fields are stored masked.
     """
 
     job_family: ClassVar[str] = ""
     #: sub-command of the family (``create``, ``fast-forward``...); empty for single-action families
     action: ClassVar[str] = ""
     template_fields: Sequence[str] = ("table", "warehouse", "paimon_conn_id", "conf", "spark_name")
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse",)
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("conf",)
     ui_color = "#d3eafc"
     #: "Paimon lineage": the lineage page at the snapshot the try committed; "Marquez":
     #: the Spark job in Marquez when its web URL is configured (``links.py``)
@@ -120,6 +131,7 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         self.spark_kwargs = dict(spark_kwargs or {})
         self.last_result: dict[str, Any] | None = None
         self._job_hook: PaimonSparkJobHook | PaimonLocalJobHook | None = None
+        self.check_literal_locations()
 
     # -- what subclasses provide --
 
@@ -176,13 +188,19 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
         return None  # pragma: no cover - fail() raises
 
     def command_args(self) -> list[str]:
-        """``[action] --warehouse W --table T [--catalog-option k=v]... OWN ARGS``; public options only."""
+        """``[action] --warehouse W --table T OWN ARGS``.
+
+        No catalog option goes on the command line, secret or not: they all reach the
+        job through ``PAIMON_CATALOG_OPTIONS_JSON`` in its environment (``catalog_options``),
+        so no option the secret policy fails to recognise can show in ``ps`` or a log.
+        """
         config = self.paimon_hook.catalog_config
         args = [self.action] if self.action else []
-        args += ["--warehouse", config.warehouse, "--table", self.table]
-        for key, value in sorted(config.public_options.items()):
-            args += ["--catalog-option", f"{key}={value}"]
-        return args + self.job_args()
+        return [*args, "--warehouse", config.warehouse, "--table", self.table, *self.job_args()]
+
+    def catalog_options(self) -> dict[str, str]:
+        """Every catalog option of the task's warehouse: the job's environment carries them."""
+        return dict(self.paimon_hook.catalog_config.options)
 
     def application_name(self, context: Context) -> str:
         if self.spark_name:
@@ -194,14 +212,14 @@ class PaimonSparkJobOperator(PaimonOpenLineageMixin, BaseOperator):
             return PaimonLocalJobHook(
                 self.job_family,
                 [*self.command_args()],
-                secret_options=self.paimon_hook.catalog_config.secret_options,
+                secret_options=self.catalog_options(),
                 secret_env=self.job_secret_env() or None,
                 context_env=airflow_context_env(context),
             )
         return PaimonSparkJobHook(
             self.job_family,
             self.command_args(),
-            secret_options=self.paimon_hook.catalog_config.secret_options,
+            secret_options=self.catalog_options(),
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context),
             name=self.application_name(context),

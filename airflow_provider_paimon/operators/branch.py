@@ -13,7 +13,7 @@ lineage queries follow the replacement. The URL reaches the job in its environme
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.approval import ApprovalGateMixin
@@ -25,7 +25,6 @@ from airflow_provider_paimon.operators.base import (
     optional_int,
     optional_str,
 )
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.names import (
     refuse_lookalike,
     validate_branch_name,
@@ -168,7 +167,7 @@ class BranchRenameOperator(_BranchOperator):
         return [(self.table, self.new_name)]
 
 
-class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
+class _LinksLineage(_BranchOperator):
     """Replace-main and fast-forward: optionally link main's new snapshot to the branch's.
 
     :param lineage_conn_id: a ``paimon_lineage`` connection naming the store.
@@ -177,8 +176,8 @@ class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
     """
 
     template_fields: Sequence[str] = (*_BranchOperator.template_fields, "lineage_url", "lineage_database")
-    # a rendered URL's password is masked before Airflow stores the rendered fields
-    secret_url_fields = ("lineage_url",)
+    # a URL with a password is refused (literal: at parse; templated: once rendered)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse", "lineage_url")
 
     def __init__(
         self,
@@ -192,6 +191,7 @@ class _LinksLineage(MaskRenderedSecrets, _BranchOperator):
         self.lineage_conn_id = lineage_conn_id
         self.lineage_url = lineage_url
         self.lineage_database = lineage_database
+        self.check_literal_locations()
 
     def lineage_store(self) -> tuple[str | None, str | None]:
         """(URL with its password, database) of the store to link in; (None, None): none."""

@@ -34,7 +34,7 @@ done, changes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, TaskGroup
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -115,7 +115,7 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
     template_fields: Sequence[str] = (
         "table", "snapshot_id", "correction", "lineage_conn_id", "lineage_url", "lineage_database",
     )
-    secret_url_fields = ("lineage_url",)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("lineage_url",)
     ui_color = "#e8dcf5"
 
     def __init__(
@@ -146,6 +146,7 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
         self.lineage_conn_id = lineage_conn_id
         self.lineage_url = lineage_url
         self.lineage_database = lineage_database
+        self.check_literal_locations()
 
     def _store(self) -> Any:
         conn_id = (self.lineage_conn_id or "").strip()
@@ -231,7 +232,8 @@ class CascadeBranchOperator(MaskRenderedSecrets, BaseOperator):
     """
 
     template_fields: Sequence[str] = ("warehouse", "warehouse_options", "paimon_conn_id")
-    secret_option_fields = ("warehouse_options",)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse",)
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#e8dcf5"
 
     def __init__(
@@ -248,6 +250,7 @@ class CascadeBranchOperator(MaskRenderedSecrets, BaseOperator):
         self.warehouse = warehouse
         self.warehouse_options = warehouse_options
         self.paimon_conn_id = paimon_conn_id
+        self.check_literal_locations()
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_provider_paimon.hooks.paimon import PaimonHook
@@ -346,6 +349,7 @@ def cascade_correction(
     lineage_url: str | None = None,
     lineage_database: str | None = None,
     spark_conn_id: str = "spark_default",
+    allow_location_from_params: bool = False,
 ) -> TaskGroup:
     """Build the cascade's task group in the current DAG; returns it (chain it like a task).
 
@@ -361,7 +365,8 @@ def cascade_correction(
     :param backup_name: every table's backup branch at publish (default: chosen by the job).
 
     The templated arguments (``table``, ``snapshot_id``, ``correction``...) may come
-    from ``params``: ``"{{ params.snapshot_id }}"``.
+    from ``params``: ``"{{ params.snapshot_id }}"``; ``warehouse`` and ``lineage_url``
+    only with ``allow_location_from_params=True`` (docs/security.md).
     """
     if not jobs:
         raise ValueError("jobs= must name at least the corrected job of the table with the bad snapshot")
@@ -371,12 +376,13 @@ def cascade_correction(
         raise ValueError(f"checks name tables without a job: {', '.join(unknown_checks)}")
     lineage = {"lineage_conn_id": lineage_conn_id, "lineage_url": lineage_url, "lineage_database": lineage_database}
     where = {"warehouse": warehouse, "paimon_conn_id": paimon_conn_id}
+    opt_in: dict[str, Any] = {"allow_location_from_params": allow_location_from_params}
     with TaskGroup(group_id=group_id) as group:
         plan = CascadePlanOperator(
             task_id="plan", table=table, snapshot_id=snapshot_id, correction=correction,
-            jobs=declared, depth=depth, **lineage,
+            jobs=declared, depth=depth, **lineage, **opt_in,
         )
-        branches = CascadeBranchOperator.partial(task_id="branch", **where).expand(
+        branches = CascadeBranchOperator.partial(task_id="branch", **where, **opt_in).expand(
 entry=plan.output)
         plan >> branches
         previous: Any = branches
@@ -384,7 +390,8 @@ entry=plan.output)
             job = CascadeJobOperator(
                 task_id=f"run_{_task_suffix(name)}", cascade_table=name, plan_task_id=plan.task_id,
                 paimon_conn_id=paimon_conn_id, spark_conn_id=spark_conn_id,
-                trigger_rule="none_failed", **{k: v for k, v in lineage.items() if v}, **dict(kwargs),
+                trigger_rule="none_failed", **{k: v for k, v in lineage.items() if v},
+                **{**opt_in, **dict(kwargs)},
             )
             previous >> job
             previous = job
@@ -396,6 +403,7 @@ entry=plan.output)
                     task_id=f"wait_{_task_suffix(name)}", table=db_table, branch=correction,
                     job=(kwargs.get("lineage_job") or job.application_name()), poke_interval=5, timeout=3600, mode="reschedule",
                     **{k: v for k, v in {**lineage, **where}.items() if v},  # type: ignore[arg-type]  # str-valued keyword arguments
+                    **opt_in,
                 )
                 job >> wait
                 previous = wait
@@ -404,7 +412,7 @@ entry=plan.output)
             audit = CascadeAuditOperator(
                 task_id=f"audit_{_task_suffix(name)}", cascade_table=name, plan_task_id=plan.task_id,
                 branch=correction, checks=(checks or {}).get(name), spark_conn_id=spark_conn_id,
-                trigger_rule="none_failed", **where,
+                trigger_rule="none_failed", **where, **opt_in,
             )
             previous >> audit
             audits.append(audit)
@@ -412,7 +420,7 @@ entry=plan.output)
             task_id="publish",
             tables=f"{{{{ ti.xcom_pull(task_ids='{plan.task_id}', key='{PLAN_XCOM_KEY}')['publish'] | tojson }}}}",
             backup_name=backup_name, spark_conn_id=spark_conn_id, trigger_rule="none_failed",
-            **where, **lineage,
+            **where, **lineage, **opt_in,
         )
         for audit in audits:
             audit >> publish

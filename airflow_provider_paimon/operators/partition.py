@@ -10,7 +10,7 @@ Marking twice keeps the first ``creationTime`` and moves ``modificationTime``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
@@ -38,7 +38,8 @@ class MarkPartitionDoneOperator(MaskRenderedSecrets, BaseOperator):
     """
 
     template_fields: Sequence[str] = ("table", "partition", "branch", "warehouse", "warehouse_options", "paimon_conn_id")
-    secret_option_fields = ("warehouse_options",)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse",)
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#c8e6f5"
 
     def __init__(
@@ -59,6 +60,7 @@ class MarkPartitionDoneOperator(MaskRenderedSecrets, BaseOperator):
         self.warehouse = warehouse
         self.warehouse_options = warehouse_options
         self.paimon_conn_id = paimon_conn_id
+        self.check_literal_locations()
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_provider_paimon.hooks.paimon import PaimonHook

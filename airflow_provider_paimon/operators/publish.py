@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.operators.approval import ApprovalGateMixin
@@ -29,7 +29,6 @@ from airflow_provider_paimon.operators.base import (
     optional_str,
 )
 from airflow_provider_paimon.operators.branch import LINEAGE_URL_ENV
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name, validate_branch_name
@@ -163,12 +162,8 @@ class _PublishOperator(PaimonSparkJobOperator):
         return None  # pragma: no cover - fail() raises
 
     def command_args(self) -> list[str]:
-        """``ACTION --warehouse W [--catalog-option k=v]... OWN ARGS``: no ``--table``, public options only."""
-        config = self.paimon_hook.catalog_config
-        args = [self.action, "--warehouse", config.warehouse]
-        for key, value in sorted(config.public_options.items()):
-            args += ["--catalog-option", f"{key}={value}"]
-        return args + self.job_args()
+        """``ACTION --warehouse W OWN ARGS``: no ``--table``; catalog options in the environment."""
+        return [self.action, "--warehouse", self.paimon_hook.catalog_config.warehouse, *self.job_args()]
 
     def _backup_args(self) -> list[str]:
         name = optional_str(self.backup_name)
@@ -197,7 +192,7 @@ class _PublishOperator(PaimonSparkJobOperator):
         return super()._ol_output_version(ref, changed if entry else result)
 
 
-class PublishBranchesOperator(ApprovalGateMixin, MaskRenderedSecrets, _PublishOperator):
+class PublishBranchesOperator(ApprovalGateMixin, _PublishOperator):
     """Replace main of every table by its branch, as one crash-safe change.
 
     ``approve=True`` asks a person first, showing the upstream audits' evidence per
@@ -224,8 +219,8 @@ class PublishBranchesOperator(ApprovalGateMixin, MaskRenderedSecrets, _PublishOp
 
     action = "publish"
     template_fields: Sequence[str] = (*_PublishOperator.template_fields, "lineage_url", "lineage_database")
-    # a rendered URL's password is masked before Airflow stores the rendered fields
-    secret_url_fields = ("lineage_url",)
+    # a URL with a password is refused (literal: at parse; templated: once rendered)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse", "lineage_url")
 
     def __init__(
         self,
@@ -239,6 +234,7 @@ class PublishBranchesOperator(ApprovalGateMixin, MaskRenderedSecrets, _PublishOp
         self.lineage_conn_id = lineage_conn_id
         self.lineage_url = lineage_url
         self.lineage_database = lineage_database
+        self.check_literal_locations()
 
     def parsed_tables(self) -> list[tuple[str, str]]:
         return publish_pairs(self.tables)

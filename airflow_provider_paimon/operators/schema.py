@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
@@ -60,7 +60,8 @@ class AlterTableOperator(MaskRenderedSecrets, BaseOperator):
     """
 
     template_fields: Sequence[str] = ("table", "changes", "branch", "warehouse", "warehouse_options", "paimon_conn_id")
-    secret_option_fields = ("warehouse_options",)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse",)
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#f5e1c8"
 
     def __init__(
@@ -87,6 +88,7 @@ class AlterTableOperator(MaskRenderedSecrets, BaseOperator):
         self.warehouse = warehouse
         self.warehouse_options = warehouse_options
         self.paimon_conn_id = paimon_conn_id
+        self.check_literal_locations()
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_provider_paimon.hooks.paimon import PaimonHook

@@ -10,10 +10,12 @@ Unlike ``SparkSubmitOperator`` (opt-in through ``[openlineage]
 spark_inject_parent_job_info``), Paimon operators inject the parent job info by default:
 the keys are harmless when nothing emits, and the link is the point of our Spark-side
 events. The transport (URL, API key) is injected only when ``[openlineage]
-spark_inject_transport_info = True``, as Airflow does. An API key (any secret, by
-the package's secret policy) is registered for masking in Airflow's logs, and
-``PaimonSparkJobHook`` keeps it off the spark-submit command line (it reaches the job
-through a private properties file). Keys the user already set are never overwritten.
+spark_inject_transport_info = True``, as Airflow does. The transport's secrets (an
+API key, a header, the password of its URL) are registered by origin, by their whole
+value, the moment they are injected, so Airflow's masker hides them in task logs;
+``PaimonSparkJobHook`` keeps every ``spark.openlineage.transport.*`` key off the
+spark-submit command line (it reaches the job through a private properties file). Keys
+the user already set are never overwritten.
 """
 
 from __future__ import annotations
@@ -97,15 +99,9 @@ def inject_openlineage_spark_conf(
 
 
 def _mask_secret_values(conf: Mapping[str, Any]) -> None:
-    """Register transport secrets (API keys, URL passwords) with Airflow's log masker."""
-    secrets = secret_values(
-        {k: v for k, v in conf.items() if str(k).startswith("spark.openlineage.transport")}
+    """Register transport secrets (API keys, headers, URL passwords) by origin."""
+    from airflow_provider_paimon.hooks.secret_masking import register_values
+
+    register_values(
+        secret_values({k: v for k, v in conf.items() if str(k).startswith("spark.openlineage.transport")})
     )
-    if not secrets:
-        return
-    try:
-        from airflow.sdk.log import mask_secret
-    except ImportError:  # pragma: no cover
-        return
-    for value in secrets:
-        mask_secret(value)

@@ -69,13 +69,16 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     :param lineage_conn_id: a ``paimon_lineage`` connection: turn the lineage capture on
         and record into that store (preferred: the password stays in the connection).
     :param lineage_url: or the store's SQLAlchemy URL (templated); blank: no capture
-        unless ``lineage_conn_id`` is given. Its password is masked as soon as it is
-        rendered, so Airflow stores the rendered field as ``***``.
+        unless ``lineage_conn_id`` is given. A URL with a password is refused (it would
+        be shown in the rendered fields and the serialized DAG): the password goes in a
+        ``paimon_lineage`` connection.
     :param lineage_database: the store's system database (MySQL) / schema (PostgreSQL).
     :param lineage_job: the job's name in the lineage store (templated); default: the
         Spark application name, which defaults to ``{dag_id}.{task_id}``.
     :param name: the Spark application name (templated).
-    :param conf: Spark conf (templated); keys set here win over the ones added.
+    :param conf: Spark conf (templated); keys set here win over the ones added. Secret
+        entries reach spark-submit through a private properties file, not its command
+        line; a URL with credentials or a literal credential is refused.
     :param branch_redirects: ``{"db.table": "branch"}`` (templated): run the job's reads
         and writes of each table on that branch (``spark.paimon.branch.db.table`` conf
         entries). Checked when the DAG is parsed, or at execute when templated; an entry
@@ -108,8 +111,11 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         "run_tag_tables",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "application_args": "json", "branch_redirects": "json"}
-    #: masked as soon as rendered, so the stored rendered fields show ``***``
-    secret_url_fields = ("lineage_url",)
+    #: a URL with credentials is refused there (at parse, or once rendered); what the
+    #: rendered fields hold is registered with the masker before Airflow stores them
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("lineage_url",)
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("conf",)
+    secret_text_fields: ClassVar[tuple[str, ...]] = ("application_args",)
     ui_color = "#fde8c8"
     #: "Marquez": the job's Spark run in Marquez when its web URL is configured (``links.py``)
     operator_extra_links = (MarquezLink(),)
@@ -167,6 +173,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         self.py_files = list(py_files or [])
         self.spark_kwargs = dict(spark_kwargs or {})
         self._hook: PaimonSparkJobHook | None = None
+        self.check_literal_locations()
 
     def application_name(self) -> str:
         return (self.name or "").strip() or f"{self.dag_id}.{self.task_id}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
@@ -37,6 +37,7 @@ from airflow_provider_paimon.operators.templated_secrets import (
     refuse_secrets_message,
     trigger_secret_problems,
 )
+from airflow_provider_paimon.paimon.secrets import scrub
 from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
 
 
@@ -93,9 +94,10 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         "lineage_url",
         "lineage_database",
     )
-    #: masked as soon as rendered, so the stored rendered fields show ``***``
-    secret_url_fields = ("lineage_url",)
-    secret_option_fields = ("warehouse_options",)
+    #: a URL with credentials is refused there (at parse, or once rendered); secret
+    #: options are masked before Airflow stores the rendered fields
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse", "lineage_url")
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#c8e6f5"
 
     def __init__(
@@ -141,6 +143,7 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         self.wait_for_job_start = wait_for_job_start
         self.deferrable = deferrable
         self._checker: CatchUpHook | None = None
+        self.check_literal_locations()
 
     def check_kwargs(self) -> dict[str, Any]:
         """The check's arguments as plain values (what the trigger serializes).
@@ -198,11 +201,12 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
             self._checker = CatchUpHook(**self.check_kwargs())
         try:
             result = self._checker.check()
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - retried next poke or failed (scrubbed), never swallowed
+            message = scrub(f"{type(err).__name__}: {err}")
             if outlasts_a_poll(err):
-                self.log.warning("catch-up check failed, retrying next poke: %s: %s", type(err).__name__, err)
+                self.log.warning("catch-up check failed, retrying next poke: %s", message)
                 return False
-            raise AirflowFailException(f"{type(err).__name__}: {err}") from err
+            raise AirflowFailException(message) from None
         if result.caught_up:
             self.log.info("caught up: %s", result.summary())
             return PokeReturnValue(is_done=True, xcom_value=result.to_dict())

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
@@ -71,8 +71,8 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         "warehouse_options",
         "paimon_conn_id",
     )
-    secret_url_fields = ()
-    secret_option_fields = ("warehouse_options",)
+    secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse",)
+    secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#c8e6f5"
 
     def __init__(
@@ -99,6 +99,7 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         self.paimon_conn_id = paimon_conn_id
         self.deferrable = deferrable
         self._checker: PartitionCheck | None = None
+        self.check_literal_locations()
 
     def check_kwargs(self) -> dict[str, Any]:
         """The rendered arguments as plain values (what the trigger serializes)."""

@@ -139,14 +139,14 @@ def test_command_line_and_secrets(wh):
     assert "spark.executor.memory=1g" in cmd
     assert cmd[cmd.index("--py-files") + 1].endswith(".zip")
     assert cmd[launcher + 1:] == [
-        "branch", "create", "--warehouse", wh.path, "--table", "db.events",
-        "--catalog-option", "metastore=filesystem", "--branch", "b2", "--tag", "t1",
+        "branch", "create", "--warehouse", wh.path, "--table", "db.events", "--branch", "b2", "--tag", "t1",
     ]
-    # the secret option reaches the job only through the environment
-    assert not any(SECRET in part for part in cmd)
+    # no catalog option goes on the command line, secret or not: all reach the job
+    # through the environment
+    assert not any(SECRET in part for part in cmd) and "--catalog-option" not in cmd
     assert SECRET not in logged and "Spark-Submit cmd" in logged
     env = hook.job_environment()
-    assert json.loads(env["PAIMON_CATALOG_OPTIONS_JSON"]) == {"s3.secret-key": SECRET}
+    assert json.loads(env["PAIMON_CATALOG_OPTIONS_JSON"]) == {"s3.secret-key": SECRET, "metastore": "filesystem"}
 
 
 def test_connection_password_stays_off_the_command_line(wh, monkeypatch):
@@ -159,9 +159,9 @@ def test_connection_password_stays_off_the_command_line(wh, monkeypatch):
     op = _dag_operator(MergeBranchOperator, table="db.events", branch="fix", paimon_conn_id="paimon_jdbc")
     hook = op.make_job_hook({})
     cmd = hook.build_command()
-    assert not any(SECRET in part for part in cmd)
-    assert "jdbc.user=bob" in cmd
-    assert json.loads(hook.job_environment()["PAIMON_CATALOG_OPTIONS_JSON"]) == {"jdbc.password": SECRET}
+    assert not any(SECRET in part for part in cmd) and "--catalog-option" not in cmd
+    assert json.loads(hook.job_environment()["PAIMON_CATALOG_OPTIONS_JSON"]) == {
+        "jdbc.password": SECRET, "jdbc.user": "bob", "metastore": "jdbc", "uri": "jdbc:sqlite:/tmp/x.db"}
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,8 @@ def test_job_arguments(wh, cls, kwargs, expected):
     op = cls(task_id="t", table="db.events", **kwargs)
     op.preflight()  # valid input passes the checks
     args = op.command_args()
-    assert args[: len(args) - len(expected)][-4:] == ["--table", "db.events", "--catalog-option", "metastore=filesystem"]
+    assert args[: len(args) - len(expected)][-2:] == ["--table", "db.events"]
+    assert "--catalog-option" not in args  # catalog options travel in the environment
     assert args[len(args) - len(expected):] == expected
     if op.action:
         assert args[0] == op.action
@@ -274,19 +275,80 @@ def test_warehouse_param_keeps_a_named_connections_options(wh):
     op = _dag_operator(
         MergeBranchOperator, table="db.events", branch="fix", warehouse=wh.path, paimon_conn_id="paimon_default"
     )
-    cmd = op.make_job_hook({}).build_command()
-    assert "metastore=filesystem" in cmd and wh.path in cmd
+    hook = op.make_job_hook({})
+    assert wh.path in hook.build_command()
+    assert json.loads(hook.job_environment()["PAIMON_CATALOG_OPTIONS_JSON"])["metastore"] == "filesystem"
 
 
 @pytest.mark.parametrize("operator", [ReplaceMainBranchOperator, MergeBranchOperator])
-def test_branch_operators_mask_a_rendered_lineage_url(wh, operator):
-    """lineage_url is templated: its password is masked before Airflow stores rendered fields."""
+def test_branch_operators_refuse_a_rendered_lineage_url_with_a_password(wh, operator):
+    """lineage_url is templated: a password in it fails the task once rendered (a
+    connection is the place for it), and is masked before any message could show it."""
     from airflow.sdk._shared.secrets_masker import redact
+    from airflow.sdk.exceptions import AirflowFailException
 
-    secret = f"BranchLinkPw9031{operator.__name__}"  # the masker is process-wide: one per case
+    secret = f"BranchLinkPw9031,({operator.__name__})"  # the masker is process-wide: one per case
     url = f"mysql+pymysql://etl:{secret}@127.0.0.1:3306/paimon"
-    op = operator(task_id=f"t_{operator.__name__}", table="db.events", branch="fix", lineage_url="{{ params.url }}")
+    op = operator(task_id=f"t_{operator.__name__}", table="db.events", branch="fix",
+                  lineage_url="{{ var.value.url }}")
     assert secret in str(redact(url))  # unknown to the masker before rendering
-    op.render_template_fields({"params": {"url": url}})
-    assert op.lineage_url == url  # the task itself still sees the real value
-    assert secret not in str(redact(f"rendered {op.lineage_url}"))
+    with pytest.raises(AirflowFailException, match=r"lineage_url carries credentials.*lineage_conn_id") as err:
+        op.render_template_fields({"var": {"value": {"url": url}}})
+    assert secret not in str(err.value)
+    assert secret not in str(redact(f"rendered {url}"))
+
+
+@pytest.mark.parametrize(
+    ("field", "template", "source"),
+    [
+        ("warehouse", "{{ params.wh }}", "params"),
+        ("warehouse", "/data/{{ dag_run.conf['team'] }}/wh", "dag_run"),
+        ("warehouse", "{% set w = params.wh %}{{ w }}", "params"),  # found by Jinja's parser, not by text
+        ("warehouse", "/wh/{{ run_id }}", "run_id"),
+        ("warehouse", "{{ ti.xcom_pull('where') }}", "ti"),
+        ("lineage_url", "{{ var.value.get(params.store) }}", "params"),
+        ("lineage_url", "{{ unknown_name }}", "unknown_name"),  # fail closed: a name we do not know
+    ],
+)
+def test_a_location_from_what_the_trigger_chooses_is_refused_before_rendering(wh, field, template, source):
+    """Whoever triggers a DAG chooses params/dag_run (and run id): a warehouse or store
+    templated from them fails the task, naming the source, unless the DAG opts in."""
+    from airflow.sdk import DAG
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with DAG("loc", schedule=None) as dag:
+        op = MergeBranchOperator(task_id="m", table="db.events", branch="fix", **{field: template})
+        opted = MergeBranchOperator(task_id="o", table="db.events", branch="fix", allow_location_from_params=True,
+                                    **{field: "{{ params.x }}"})
+    context = {"params": {"wh": wh.path, "x": wh.path, "store": "s"}, "run_id": "r", "var": {"value": {}},
+               "dag_run": None, "ti": None}
+    before = getattr(op, field)
+    with pytest.raises(AirflowFailException, match=rf"{field} is templated from {source}.*allow_location_from_params"):
+        op.render_template_fields(context, jinja_env=dag.get_template_env())
+    assert getattr(op, field) == before  # refused before anything was rendered
+    opted.render_template_fields(context, jinja_env=dag.get_template_env())
+    assert getattr(opted, field) == wh.path
+
+
+def test_a_location_from_dag_code_variables_dates_or_macros_renders(wh):
+    from airflow.sdk import DAG
+
+    with DAG("loc_ok", schedule=None, user_defined_macros={"wh_root": wh.path}) as dag:
+        op = MergeBranchOperator(task_id="m", table="db.events", branch="fix", warehouse="{{ wh_root }}",
+                                 lineage_url="sqlite:///{{ var.value.dir }}/{{ ds_nodash }}.sqlite",
+                                 conf={"spark.app.day": "{{ params.day }}"})  # not a location: params fine
+    op.render_template_fields({"var": {"value": {"dir": "/tmp"}}, "ds_nodash": "20261126", "params": {"day": "1"}},
+                              jinja_env=dag.get_template_env())
+    assert (op.warehouse, op.lineage_url, op.conf) == (wh.path, "sqlite:////tmp/20261126.sqlite", {"spark.app.day": "1"})
+    with pytest.raises(ValueError, match="allow_location_from_params must be True or False"):
+        MergeBranchOperator(task_id="bad", table="db.events", branch="fix", allow_location_from_params="yes")
+
+
+def test_a_location_conf_entry_from_params_is_refused():
+    from airflow.sdk import DAG
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with DAG("loc_conf", schedule=None) as dag:
+        op = CompactionOperator(task_id="c", table="db.events", conf={"spark.paimon.lineage.url": "{{ params.u }}"})
+    with pytest.raises(AirflowFailException, match="conf is templated from params"):
+        op.render_template_fields({"params": {"u": "sqlite:////tmp/x"}}, jinja_env=dag.get_template_env())

@@ -28,8 +28,9 @@ def test_connection_fields_map_to_catalog_options():
         "jdbc.user": "alice",
         "jdbc.password": "pw",
     }
-    assert config.secret_options == {"jdbc.password": "pw"}
-    assert "jdbc.password" not in config.public_options
+    # the password, and an extra that is no known setting (fail closed), are secret
+    assert config.secret_options == {"jdbc.password": "pw", "jdbc.useSSL": "False"}
+    assert config.public_options == {"metastore": "jdbc", "uri": "jdbc:mysql://db/paimon", "jdbc.user": "alice"}
 
     rest = config_from_connection(None, None, "tok", {"metastore": "rest", "warehouse": "s3://b/wh"})
     assert rest.warehouse == "s3://b/wh"
@@ -44,6 +45,42 @@ def test_connection_fields_map_to_catalog_options():
 )
 def test_secret_option_detection(key, secret):
     assert is_secret_option(key) is secret
+
+
+PUNCT_PASSWORD = "Pw,(x)'y@z/%+ \u00a7\u2014q9"
+
+
+def test_connection_secrets_are_registered_by_origin_whole():
+    """What the connection says is secret is masked whole, whatever punctuation it holds;
+    an unknown extra is secret (fail closed), a known setting is not."""
+    from airflow.sdk.log import redact
+
+    from airflow_provider_paimon.paimon.secrets import known_secrets, scrub
+
+    custom = "custom-Opt-Value-7e1"
+    config = config_from_connection(
+        "s3://bucket/wh", "AKIDLOGIN7788", PUNCT_PASSWORD,
+        {"endpoint": "http://127.0.0.1:9000", "my.vendor.option": custom, "file.format": "parquet",
+         "uri": "http://rest-user:Uri,Pw(1)@rest:8080/v1", "cache-enabled": True},
+    )
+    assert config.options["fs.s3.accessKeySecret"] == PUNCT_PASSWORD
+    assert set(config.secret_options) == {"fs.s3.accessKeyId", "fs.s3.accessKeySecret", "my.vendor.option", "uri"}
+    assert {"fs.s3.endpoint", "file.format", "cache-enabled"} <= set(config.public_options)
+    for secret in (PUNCT_PASSWORD, "AKIDLOGIN7788", custom, "Uri,Pw(1)"):
+        assert secret in known_secrets()
+        assert secret not in scrub(f"job said: {secret}!") and secret not in str(redact(f"log {secret} line"))
+    # settings are no secrets: they stay readable in logs
+    assert "parquet" not in known_secrets() and "http://127.0.0.1:9000" not in known_secrets()
+    assert scrub("file.format parquet") == "file.format parquet"
+
+
+@pytest.mark.parametrize("host", ["s3://AKID:AW,WATCH(1)@bucket/wh", "file://u:pw,x@host/share/wh"])
+def test_a_warehouse_with_credentials_is_refused_without_echoing_them(host):
+    from airflow_provider_paimon.hooks.connection_secrets import CredentialsInLocationError
+
+    with pytest.raises(CredentialsInLocationError, match="Login/Password") as err:
+        config_from_connection(host, None, None, {})
+    assert "AW,WATCH" not in str(err.value) and "pw,x" not in str(err.value)
 
 
 def test_metadata_answers(wh):

@@ -202,10 +202,14 @@ def test_rendered_json_pairs_build_the_job_arguments(two):
     assert args[args.index("--pair"):] == ["--pair", "db.events", "fix", "--pair", "db.orders", "fix",
                                            "--backup-name", "bk"]
     assert "s3cr3t" not in " ".join(args)  # the secret option travels in the environment
-    op.lineage_url, op.lineage_database = "postgresql://u:pw-Secret-9@db.example/lin", "lin"
+    op.lineage_url, op.lineage_database = "postgresql://u@db.example/lin", "lin"
     args = op.command_args()
-    assert "pw-Secret-9" not in " ".join(args) and args[-2:] == ["--lineage-database", "lin"]
-    assert op.job_secret_env() == {"PAIMON_LINEAGE_URL": "postgresql://u:pw-Secret-9@db.example/lin"}
+    assert "db.example" not in " ".join(args) and args[-2:] == ["--lineage-database", "lin"]
+    assert op.job_secret_env() == {"PAIMON_LINEAGE_URL": "postgresql://u@db.example/lin"}
+    op.lineage_url = "postgresql://u:pw-Secret-9@db.example/lin"  # a password: a connection's job
+    with pytest.raises(PaimonPreflightError, match="lineage_url carries credentials") as err:
+        op.preflight()
+    assert "pw-Secret-9" not in str(err.value)
     op.lineage_url = "not a url:pw@"
     with pytest.raises(PaimonPreflightError, match="lineage_url is not a SQLAlchemy URL"):
         op.preflight()

@@ -68,19 +68,47 @@ def test_rest_headers_uri_password_and_conf_api_key_stay_off_the_command_line_an
                   "header.Authorization": HEADER_TOKEN, "jdbc.useSSL": "false"},
     })
     op = _dag_operator(MergeBranchOperator, table="db.events", branch="fix", paimon_conn_id="paimon_rest",
-                       conf={**SECRET_CONF, "spark.executor.memory": "1g"})
+                       conf={"spark.paimon.openlineage.transport.apiKey": "{{ var.value.ol_key }}",
+                             "spark.executor.memory": "1g"})
+    op.render_template_fields({"var": {"value": {"ol_key": API_KEY}}})
     with structlog.testing.capture_logs() as logs:
         hook = op.make_job_hook({})
         cmd = hook.build_command()
     assert _leaks(" ".join(cmd)) == []
     assert _leaks("\n".join(str(e) for e in logs)) == [] and "Spark-Submit cmd" in str(logs)
-    assert "jdbc.useSSL=false" in cmd and "spark.executor.memory=1g" in cmd  # public ones still there
-    # the catalog secrets reach the job through the environment ...
+    assert "spark.executor.memory=1g" in cmd and "--catalog-option" not in cmd  # public conf still there
+    # every catalog option reaches the job through the environment ...
     env = json.loads(hook.job_environment()["PAIMON_CATALOG_OPTIONS_JSON"])
-    assert env == {"uri": f"http://root:{URI_PASSWORD}@rest:8080", "header.Authorization": HEADER_TOKEN}
+    assert env == {"uri": f"http://root:{URI_PASSWORD}@rest:8080", "header.Authorization": HEADER_TOKEN,
+                   "metastore": "filesystem", "jdbc.useSSL": "false"}
     # ... the secret conf through the private properties file, and all are masked in task logs
-    assert hook.secret_conf == SECRET_CONF
-    assert _leaks(str(redact(" ".join(ALL)))) == []
+    assert hook.secret_conf == {"spark.paimon.openlineage.transport.apiKey": API_KEY}
+    assert _leaks(str(redact(" ".join((HEADER_TOKEN, URI_PASSWORD, API_KEY))))) == []
+
+
+def test_transport_urls_with_credentials_are_refused_in_conf_and_kept_off_argv_when_injected(monkeypatch):
+    """A transport URL with a password written into a DAG, or templated from a Variable,
+    is refused (it would be shown); the one Airflow's [openlineage] config injects is
+    kept off the command line with every other transport key."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    url = f"http://ol:{OL_URL_PASSWORD}@marquez:5000"
+    with pytest.raises(ValueError, match="conf holds a URL with credentials") as err:
+        _dag_operator(PaimonSparkSubmitOperator, application="/x.py",
+                      conf={"spark.openlineage.transport.url": url})
+    assert OL_URL_PASSWORD not in str(err.value)
+    op = _dag_operator(CompactionOperator, table="db.events",
+                       conf={"spark.openlineage.transport.url": "{{ var.value.ol_url }}"})
+    with pytest.raises(AirflowFailException, match="conf holds a URL with credentials") as err:
+        op.render_template_fields({"var": {"value": {"ol_url": url}}})
+    assert OL_URL_PASSWORD not in str(err.value)
+    set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
+    hook = PaimonSparkJobHook("branch", [], conf={
+        "spark.openlineage.transport.url": "http://marquez:5000", "spark.openlineage.transport.type": "http",
+        **SECRET_CONF, "spark.executor.memory": "1g"})
+    assert set(hook.secret_conf) == {"spark.openlineage.transport.url", "spark.openlineage.transport.type",
+                                     *SECRET_CONF}
+    assert not any("openlineage.transport" in part for part in hook.build_command())
 
 
 def test_secret_conf_file_is_private_and_keeps_the_spark_defaults(wh, tmp_path):
@@ -119,10 +147,9 @@ def test_secret_conf_reaches_the_job_without_reaching_the_log(tmp_path, monkeypa
     set_connection(monkeypatch, "spark_default", LOCAL_SPARK)
     app = tmp_path / "probe.py"
     app.write_text(PROBE_APP)
-    op = _dag_operator(PaimonSparkSubmitOperator, application=str(app),
-                       conf={**SECRET_CONF, "spark.executor.memory": "1g"})
+    hook = PaimonSparkJobHook("probe", [], application=str(app), conf={**SECRET_CONF, "spark.executor.memory": "1g"})
     with structlog.testing.capture_logs() as logs:
-        result = op.execute({})
+        result = hook.run()
     expected = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in SECRET_CONF.items()}
     assert result == {**expected, "spark.executor.memory": hashlib.sha256(b"1g").hexdigest()}
     logged = "\n".join(str(e) for e in logs)
@@ -192,3 +219,21 @@ def test_mask_url_hides_every_mistyped_shape():
     for url in ("mysql+pymysql:/root:PW9x@h", "mysql+pymysql//root:PW9x@h", "root:PW9x@h",
                 "mysql+pymysql://root:PW9x@h:abc/db", "mysql+pymysql://root:P@W9x@h/db"):
         assert "W9x" not in mask_url(url) and "***@h" in mask_url(url), url
+
+
+@pytest.mark.parametrize("module", ["hooks.lineage", "operators.tag", "sensors.partition", "triggers.snapshot"])
+def test_importing_any_part_of_the_airflow_layer_arms_airflows_masker(module):
+    """A fresh process: import one module, register a secret with the package's registry,
+    and Airflow's own redaction (task logs, rendered fields) hides it."""
+    import subprocess
+    import sys
+
+    probe = (
+        f"import airflow_provider_paimon.{module}\n"
+        "from airflow_provider_paimon.paimon.secrets import register_secret\n"
+        "from airflow.sdk.log import redact\n"
+        "register_secret(\"Pw,(arm)'9z\")\n"
+        "print(redact(\"log line Pw,(arm)'9z end\"))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "log line *** end"

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import string
 import sys
-import unicodedata
 from urllib.parse import quote
 
 import pytest
+from secret_fuzz import fuzz_password
 
 from airflow_provider_paimon.paimon import secrets
 from airflow_provider_paimon.paimon.secrets import (
@@ -34,20 +33,10 @@ from airflow_provider_paimon.paimon.secrets import (
 
 CASES = int(os.environ.get("PAIMON_SECRET_FUZZ_CASES", "300"))
 SEED = int(os.environ.get("PAIMON_SECRET_FUZZ_SEED", "20261126"))
-ASCII = [c for c in string.printable if not c.isspace()]
-UNICODE_PUNCTUATION = [
-    chr(cp) for cp in range(0xA1, 0x3000)
-    if unicodedata.category(chr(cp)).startswith(("P", "S")) and not chr(cp).isspace()
-]
 
 
 def _password(rng: random.Random, *, spaces: bool = False) -> str:
-    alphabet = ASCII + UNICODE_PUNCTUATION[:: rng.randint(1, 7)]
-    chars = [rng.choice(alphabet) for _ in range(rng.randint(8, 24))]
-    if spaces:
-        chars.insert(rng.randint(1, len(chars) - 1), " ")
-    # a password must differ from the text around it to be found at all: give it a core
-    return "Pw" + "".join(chars) + "9z"
+    return fuzz_password(rng, spaces=spaces)
 
 
 def _texts(password: str) -> list[str]:

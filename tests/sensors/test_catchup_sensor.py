@@ -312,34 +312,73 @@ def test_connections_resolved_where_the_check_runs(setup, monkeypatch):
     assert event.payload["status"] == "success"
 
 
-SECRET_URL = "postgresql+psycopg2://paimon:S3cretLineagePw@127.0.0.1:5432/lineage"
+SECRET_URL = "postgresql+psycopg2://paimon:S3cret,Lineage(Pw)@127.0.0.1:5432/lineage"
+PW = "S3cret,Lineage(Pw)"
 
 
 @pytest.mark.parametrize(
     ("kwargs", "named"),
     [
-        (dict(lineage_url=SECRET_URL), "lineage_url carries a password"),
-        (dict(lineage_url="postgresql+psycopg2://paimon@127.0.0.1/l?password=S3cretLineagePw"),
-         "lineage_url carries a password"),
-        (dict(warehouse_options={"s3.secret-key": "S3cretLineagePw", "s3.endpoint": "http://x"}),
-         "warehouse_options holds secrets (s3.secret-key)"),
-        (dict(warehouse_options={"header.Authorization": "Bearer S3cretLineagePw"}),
-         "warehouse_options holds secrets (header.Authorization)"),
-        (dict(warehouse="s3://AKIA:S3cretLineagePw@bucket/wh"), "the warehouse URI carries credentials"),
+        (dict(lineage_url=SECRET_URL), "lineage_url carries credentials"),
+        (dict(lineage_url=f"postgresql+psycopg2://paimon@127.0.0.1/l?password={PW}"), "lineage_url carries credentials"),
+        (dict(warehouse_options={"s3.secret-key": PW, "s3.endpoint": "http://x"}),
+         "warehouse_options holds a credential written into the DAG (key s3.secret-key)"),
+        (dict(warehouse_options={"header.Authorization": f"Bearer {PW}"}),
+         "warehouse_options holds a credential written into the DAG (key header.Authorization)"),
+        (dict(warehouse=f"s3://AKIA:{PW}@bucket/wh"), "warehouse carries credentials"),
     ],
 )
-def test_deferrable_sensor_refuses_secrets_in_its_trigger(setup, kwargs, named):
-    """Airflow stores trigger arguments in clear: secrets must come from connections."""
+def test_literal_secrets_are_refused_when_the_dag_is_parsed(setup, kwargs, named):
+    """A secret written into the DAG would be stored in the serialized DAG (and, deferred,
+    the trigger row): refused at once, naming the argument, never the value."""
     tables, _store, url = setup
-    s = sensor(tables, url, deferrable=True, **kwargs)
+    for deferrable in (True, False):
+        with pytest.raises(ValueError, match=re.escape(named)) as err:
+            sensor(tables, url, deferrable=deferrable, **kwargs)
+        assert named in str(err.value) and PW not in str(err.value) and "S3cret" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("lineage_url", SECRET_URL, "lineage_url carries credentials"),
+        ("warehouse", f"s3://AKIA:{PW}@bucket/wh", "warehouse carries credentials"),
+    ],
+)
+def test_secret_urls_from_variables_fail_the_task_when_rendered(setup, field, value, named):
+    """From a Variable (comma and parentheses in the password): refused once rendered,
+    before the rendered fields are stored or a trigger is built; masked by then."""
+    from airflow.sdk.log import redact
+
+    tables, _store, url = setup
+    s = sensor(tables, url, deferrable=True, **{field: "{{ var.value.loc }}"})
+    with pytest.raises(AirflowFailException, match=named) as err:
+        s.render_template_fields({"var": {"value": {"loc": value}}})
+    assert PW not in str(err.value) and PW not in str(redact(f"x {value} y"))
+
+
+@pytest.mark.parametrize("options", [{"s3.secret-key": PW, "s3.endpoint": "http://x"},
+                                     {"header.Authorization": f"Bearer {PW}"}])
+def test_deferrable_sensor_refuses_secret_options_in_its_trigger(setup, options):
+    """Secret options from Variables are fine on a worker, but Airflow stores trigger
+    arguments in clear: a deferrable sensor refuses them, and so does the trigger."""
+    tables, _store, url = setup
+    templated = {k: "{{ var.value.opt }}" if PW in v else v for k, v in options.items()}
+    s = sensor(tables, url, deferrable=True, warehouse_options=templated)
+    s.render_template_fields({"var": {"value": {"opt": next(v for v in options.values() if PW in v)}}})
     with pytest.raises(AirflowFailException) as err:
         s.execute({})
     message = str(err.value)
-    assert named in message and "lineage_conn_id" in message and "deferrable=False" in message
-    assert "S3cretLineagePw" not in message
+    assert "warehouse_options holds secrets" in message and "deferrable=False" in message
+    assert PW not in message
     with pytest.raises(ValueError, match="cannot defer") as err:
         SnapshotCatchUpTrigger(check=s.check_kwargs())
-    assert "S3cretLineagePw" not in str(err.value)
+    assert PW not in str(err.value)
+    for check in ({"table": "db.sink", "job": JOB, "lineage_url": SECRET_URL},
+                  {"table": "db.sink", "job": JOB, "warehouse": f"s3://AKIA:{PW}@bucket/wh"}):
+        with pytest.raises(ValueError, match="cannot defer") as err:
+            SnapshotCatchUpTrigger(check=check)
+        assert PW not in str(err.value)
 
 
 def test_non_secret_arguments_still_defer(setup):
@@ -354,11 +393,10 @@ def test_rendering_masks_secrets_of_templated_fields(setup):
     """Masks are registered when fields are rendered, before Airflow stores them."""
     from airflow.sdk._shared.secrets_masker import redact
 
-    tables, _store, _url = setup
-    url = SECRET_URL.replace("S3cretLineagePw", "RenderOnlyPw4411")
-    s = sensor(tables, "{{ params.url }}", warehouse_options={"fs.oss.accessKeySecret": "{{ params.key }}"})
-    assert "RenderOnlyPw4411" in str(redact(url))  # not known to the masker before rendering
-    s.render_template_fields({"params": {"url": url, "key": "OssSecretValue77"}})
-    assert s.lineage_url == url  # the task itself still sees the real value
-    assert redact(s.lineage_url) == "***" and "RenderOnlyPw4411" not in str(redact(f"x {url} y"))
-    assert "OssSecretValue77" not in str(redact({"opts": s.warehouse_options}))
+    tables, _store, url = setup
+    s = sensor(tables, url, warehouse_options={"fs.oss.accessKeySecret": "{{ var.value.key }}"})
+    assert "OssSecret,Value(77)" in str(redact("OssSecret,Value(77)"))  # not known before rendering
+    s.render_template_fields({"var": {"value": {"key": "OssSecret,Value(77)"}}})
+    assert s.warehouse_options == {"fs.oss.accessKeySecret": "OssSecret,Value(77)"}  # the task sees it
+    assert "OssSecret,Value(77)" not in str(redact({"opts": s.warehouse_options}))
+    assert "OssSecret,Value(77)" not in str(redact("log: OssSecret,Value(77)"))

@@ -107,9 +107,14 @@ def test_deferrable_defers_with_no_secrets_and_completes(warehouse, table):
                                "branch": None, "warehouse": warehouse, "warehouse_options": None,
                                "paimon_conn_id": None}
     PaimonPartitionTrigger(**kwargs)  # round trip
-    # secrets are refused before deferring; a connection id is what travels
+    # secrets are refused: written into the DAG at once, from a Variable before deferring;
+    # a connection id is what travels
+    with pytest.raises(ValueError, match=re.escape("fs.s3.accessKeySecret")) as refused:
+        sensor(warehouse, deferrable=True, warehouse_options={"fs.s3.accessKeySecret": "s3cr3t"})
+    assert "s3cr3t" not in str(refused.value)
     leaky = sensor(warehouse, deferrable=True,
-                   warehouse_options={"fs.s3.accessKeyId": "AKIA", "fs.s3.accessKeySecret": "s3cr3t"})
+                   warehouse_options={"fs.s3.accessKeyId": "AKIA", "fs.s3.accessKeySecret": "{{ var.value.sk }}"})
+    leaky.render_template_fields({"var": {"value": {"sk": "s3cr3t"}}})
     with pytest.raises(AirflowFailException, match=re.escape("fs.s3.accessKeySecret")) as refused:
         leaky.execute({})
     assert "s3cr3t" not in str(refused.value)
