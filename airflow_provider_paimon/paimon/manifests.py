@@ -1,55 +1,151 @@
-"""Merge a snapshot's manifests into a compact set of live entries (Paimon's format).
+"""Merge a snapshot's manifests the way Paimon Java does (``ManifestFileMerger``).
 
-pypaimon never merges manifests: every commit adds one manifest to the base list, so
-after N commits a planner opens N manifest files, and after a compaction it also reads
-a DELETE entry for every replaced file. Paimon Java merges manifests on commit
-(``ManifestFileMerger``); this is the full-compaction half of it, used by our COMPACT
-commit to write the new snapshot's *base* manifest list:
+pypaimon 2.1 never merges manifests: every commit adds one manifest to the base list,
+so after N commits a planner opens N manifest files and a commit rewrites a list of N
+entries (N commits cost O(N^2) in total). Paimon Java merges at every commit, with
+three table options (same names and defaults here):
 
-- the manifests are read in order; a leading run of manifests that are already full
-  (at least ``manifest.target-file-size``), hold no DELETE entry and none of whose
-  files is deleted later is kept as is (Java keeps them too, so a big table does not
-  rewrite all its manifests on every compaction);
-- from the first other manifest on, every ADD entry whose file is not deleted by a
-  later DELETE entry is written again, in the same order, into new manifest files
-  rolled at ``manifest.target-file-size``; DELETE entries and the ADDs they cancel
-  are dropped. The result holds only ADD entries, which is what Java requires of a
-  base manifest list after full compaction.
+- ``manifest.target-file-size`` (8 mb): the size merged manifests aim for;
+- ``manifest.merge-min-count`` (30): how many small manifests must accumulate at the
+  tail of the list before they are merged (the *minor* merge);
+- ``manifest.full-compaction-threshold-size`` (16 mb): when the manifests that hold
+  DELETE entries or are smaller than the target add up to this much, the whole list
+  is compacted (the *full* merge): DELETE entries and the ADDs they cancel are
+  dropped, manifests that no delete touches are kept as they are.
 
-The semantics of the snapshot stay Paimon's: base = the merged state of the previous
-snapshot (base + delta), delta = this commit's own changes. Nothing here deletes a
-manifest: older snapshots keep their own manifest lists and the manifests they name,
-which snapshot expiration cleans up as usual.
+:func:`merge` is ``ManifestFileMerger.merge`` (release 2.0, the non-sorting path):
+full compaction when it triggers, else minor compaction. Java's rules, transcribed
+line by line into ``tests/compaction/java_manifest_merger.py``, are the reference the
+tests compare against. :func:`full_compaction` with the thresholds forced to 1 is
+Java's ``compact_manifest`` procedure (``FileStoreCommitImpl.compactManifest``).
+
+Nothing here deletes a manifest that a snapshot may name: the merge only writes new
+manifest files (``MergedManifests.written``), which the caller deletes if it does not
+commit them. Older snapshots keep their own lists; expiry cleans them up as usual.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from pypaimon.common.memory_size import MemorySize
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 
+from .errors import InvalidArgumentError
+
 KIND_ADD = 0
+KIND_DELETE = 1
+
+TARGET_FILE_SIZE = "manifest.target-file-size"
+MERGE_MIN_COUNT = "manifest.merge-min-count"
+FULL_COMPACTION_THRESHOLD = "manifest.full-compaction-threshold-size"
+
+DEFAULT_TARGET_FILE_SIZE = 8 * 1024 * 1024
+DEFAULT_MERGE_MIN_COUNT = 30
+DEFAULT_FULL_COMPACTION_THRESHOLD = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MergeOptions:
+    """The three settings of Paimon's manifest merge (sizes in bytes)."""
+
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    merge_min_count: int = DEFAULT_MERGE_MIN_COUNT
+    full_compaction_threshold: int = DEFAULT_FULL_COMPACTION_THRESHOLD
+
+    def __post_init__(self) -> None:
+        for key, value, low in (
+            (TARGET_FILE_SIZE, self.target_file_size, 1),
+            (MERGE_MIN_COUNT, self.merge_min_count, 1),
+            (FULL_COMPACTION_THRESHOLD, self.full_compaction_threshold, 1),
+        ):
+            if value < low:
+                raise InvalidArgumentError(f"{key} must be at least {low}, got {value}")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> MergeOptions:
+        """From table options (``table.options.options.to_map()`` or a plain dict).
+
+        A value that does not parse is an error naming the option: a table option that
+        is silently ignored would let the metadata grow without anyone noticing.
+        """
+        return cls(
+            target_file_size=_size(options, TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE),
+            merge_min_count=_count(options, MERGE_MIN_COUNT, DEFAULT_MERGE_MIN_COUNT),
+            full_compaction_threshold=_size(
+                options, FULL_COMPACTION_THRESHOLD, DEFAULT_FULL_COMPACTION_THRESHOLD
+            ),
+        )
+
+    @classmethod
+    def of_table(cls, table: Any, overrides: Mapping[str, Any] | None = None) -> MergeOptions:
+        options = dict(table_options(table))
+        options.update({k: v for k, v in dict(overrides or {}).items() if v is not None})
+        return cls.from_options(options)
+
+    def forced_full(self) -> MergeOptions:
+        """Java's ``compactManifest``: min count 1, full-compaction threshold 1 byte."""
+        return MergeOptions(self.target_file_size, 1, 1)
+
+
+def table_options(table: Any) -> dict[str, str]:
+    """The table's options as a plain ``{key: value}`` dict."""
+    opts = getattr(table, "options", None)
+    inner = getattr(opts, "options", None)
+    to_map = getattr(inner, "to_map", None)
+    if to_map is not None:
+        return {str(k): str(v) for k, v in to_map().items()}
+    schema = getattr(table, "table_schema", None)
+    return {str(k): str(v) for k, v in dict(getattr(schema, "options", {}) or {}).items()}
+
+
+def _size(options: Mapping[str, Any], key: str, default: int) -> int:
+    value = options.get(key)
+    if value is None or not str(value).strip():
+        return default
+    try:
+        return int(MemorySize.parse(str(value).strip()).get_bytes())
+    except Exception:  # noqa: BLE001 - any parse failure is the same user error
+        raise InvalidArgumentError(
+            f"table option {key!r} must be a size such as '8 mb', got {value!r}; "
+            f"fix it with ALTER TABLE ... SET ('{key}' = '8 mb')"
+        ) from None
+
+
+def _count(options: Mapping[str, Any], key: str, default: int) -> int:
+    value = options.get(key)
+    if value is None or not str(value).strip():
+        return default
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise InvalidArgumentError(
+            f"table option {key!r} must be a whole number, got {value!r}; "
+            f"fix it with ALTER TABLE ... SET ('{key}' = '30')"
+        ) from None
 
 
 @dataclass
 class MergedManifests:
-    """The merged manifest list and which of its files were written by the merge."""
+    """A merged manifest list and which of its files the merge wrote."""
 
     metas: list[Any]  # ManifestFileMeta, in order
     written: list[str] = field(default_factory=list)  # new manifest file names
-    entries_in: int = 0  # entries read (ADD and DELETE)
-    entries_out: int = 0  # live ADD entries in the rewritten manifests
+    kind: str = "none"  # "none", "minor" or "full"
+    entries_in: int = 0  # entries read by the merge (ADD and DELETE)
+    entries_out: int = 0  # entries written by the merge
 
     @property
     def changed(self) -> bool:
-        return bool(self.written)
+        return bool(self.written) or self.kind != "none"
 
 
 def entry_identifier(entry: Any) -> tuple:
-    """Paimon's ``FileEntry.Identifier`` (as pypaimon's reader matches ADD and DELETE)."""
+    """Paimon's ``FileEntry.Identifier``: what makes an ADD and a DELETE the same file."""
     f = entry.file
     return (
         tuple(entry.partition.values),
@@ -62,65 +158,234 @@ def entry_identifier(entry: Any) -> tuple:
     )
 
 
-def merge_manifests(
-    table: Any,
-    manifests: list[Any],
-    target_size: int | None = None,
-    name_prefix: str | None = None,
-    max_workers: int = 8,
-) -> MergedManifests:
-    """Full compaction of ``manifests`` (a snapshot's base + delta, in order).
+class _Io:
+    """Reads and writes manifests of one table (pypaimon's manifest format)."""
 
-    Returns the manifests to put in a base manifest list; the files in ``written`` are
-    new and must be deleted by the caller if it does not commit them. When there is
-    nothing to gain (no DELETE entry and at most one manifest to rewrite) the input is
-    returned unchanged and nothing is written.
+    def __init__(self, table: Any, max_workers: int = 4) -> None:
+        self.files = ManifestFileManager(table)
+        self.max_workers = max_workers
+
+    def read(self, meta: Any) -> list[Any]:
+        return self.files.read(meta.file_name, drop_stats=False, file_size=meta.file_size)
+
+    def read_many(self, metas: list[Any]) -> Iterator[list[Any]]:
+        """Entries of each manifest, in order (a few read ahead in threads)."""
+        if len(metas) <= 1 or self.max_workers <= 1:
+            for meta in metas:
+                yield self.read(meta)
+            return
+        with ThreadPoolExecutor(max_workers=self.max_workers) as pool:
+            yield from pool.map(self.read, metas)
+
+    def write(self, entries: list[Any], target: int, written: list[str]) -> list[Any]:
+        if not entries:
+            return []
+        metas = self.files.rolling_write(entries, target, f"manifest-{uuid.uuid4()}")
+        written.extend(m.file_name for m in metas)
+        return list(metas)
+
+    def delete(self, names: Iterable[str]) -> None:
+        for name in names:
+            self.files.file_io.delete_quietly(f"{self.files.manifest_path}/{name}")
+
+
+def merge(table: Any, manifests: list[Any], options: MergeOptions | None = None,
+          io: _Io | None = None) -> MergedManifests:
+    """``ManifestFileMerger.merge``: full compaction if it triggers, else minor compaction.
+
+    ``manifests`` is a snapshot's base + delta list, in order. On any error the files
+    this call wrote are deleted before the error propagates (Java's ``newFilesForAbort``).
     """
-    target = int(target_size or table.options.manifest_target_size())
-    files = ManifestFileManager(table)
-    if not manifests:
-        return MergedManifests(metas=[])
+    options = options or MergeOptions.of_table(table)
+    io = io or _Io(table)
+    written: list[str] = []
+    try:
+        full = _try_full_compaction(table, manifests, options, io, written)
+        if full is not None:
+            return full
+        return _minor_compaction(manifests, options, io, written)
+    except BaseException:
+        io.delete(written)
+        raise
 
-    def read(meta: Any) -> list[Any]:
-        return files.read(meta.file_name, drop_stats=False, file_size=meta.file_size)
 
-    if len(manifests) == 1:
-        per_manifest = [read(manifests[0])]
-    else:
-        with ThreadPoolExecutor(max_workers=max_workers) as pool:
-            per_manifest = list(pool.map(read, manifests))
+def full_compaction(table: Any, manifests: list[Any], options: MergeOptions | None = None,
+                    io: _Io | None = None) -> MergedManifests:
+    """Java's ``compactManifest``: merge with both thresholds forced to 1."""
+    options = (options or MergeOptions.of_table(table)).forced_full()
+    return merge(table, manifests, options, io)
 
+
+def _must_change(meta: Any, target: int) -> bool:
+    return bool(meta.num_deleted_files) or meta.file_size < target
+
+
+def _try_full_compaction(table: Any, inputs: list[Any], options: MergeOptions, io: _Io,
+                         written: list[str]) -> MergedManifests | None:
+    """``ManifestFileMerger.tryFullCompaction``; None when it does not trigger."""
+    target = options.target_file_size
+    delta_size = sum(m.file_size for m in inputs if _must_change(m, target))
+    if delta_size < options.full_compaction_threshold:
+        return None
+
+    # 2.1 every DELETE entry of the list (only manifests that hold one are read)
     deleted: set[tuple] = set()
-    for entries in per_manifest:
+    entries_in = 0
+    with_deletes = [m for m in inputs if m.num_deleted_files]
+    for entries in io.read_many(with_deletes):
+        entries_in += len(entries)
+        deleted.update(entry_identifier(e) for e in entries if e.kind != KIND_ADD)
+
+    # 2.2 manifests no delete can touch (by their partition statistics) are kept
+    partitions = {key[0] for key in deleted}
+    unpartitioned = not table.partition_keys
+    result: list[Any] = []
+    to_merge: list[Any] = []
+    for meta in inputs:
+        if _must_change(meta, target):
+            to_merge.append(meta)
+        elif not deleted or (not unpartitioned and not _may_hold_any(meta, partitions)):
+            result.append(meta)
+        else:
+            to_merge.append(meta)
+    if len(to_merge) <= 1:
+        return None
+
+    # 2.3 rewrite: every ADD no DELETE cancels, DELETEs dropped; untouched full ones kept
+    pending: list[Any] = []
+    new_metas: list[Any] = []
+    entries_out = 0
+    for meta, entries in zip(to_merge, io.read_many(to_merge), strict=True):
+        if not meta.num_deleted_files:
+            entries_in += len(entries)
+        require = _must_change(meta, target)
+        live = []
         for e in entries:
             if e.kind != KIND_ADD:
-                deleted.add(entry_identifier(e))
-    entries_in = sum(len(entries) for entries in per_manifest)
+                continue
+            if entry_identifier(e) in deleted:
+                require = True
+            else:
+                live.append(e)
+        if not require:
+            result.append(meta)
+            continue
+        pending.extend(live)
+        entries_out += len(live)
+    new_metas = io.write(pending, target, written)
+    return MergedManifests(result + new_metas, list(written), "full", entries_in, entries_out)
 
-    keep = 0
-    for meta, entries in zip(manifests, per_manifest, strict=True):
-        if (
-            meta.file_size < target
-            or meta.num_deleted_files
-            or any(e.kind != KIND_ADD or entry_identifier(e) in deleted for e in entries)
-        ):
-            break
-        keep += 1
-    rest = manifests[keep:]
-    if not deleted and len(rest) <= 1:
-        return MergedManifests(metas=list(manifests), entries_in=entries_in)
 
-    live = [
-        e
-        for entries in per_manifest[keep:]
-        for e in entries
-        if e.kind == KIND_ADD and entry_identifier(e) not in deleted
-    ]
-    prefix = name_prefix or f"manifest-{uuid.uuid4()}"
-    written = files.rolling_write(live, target, prefix) if live else []
-    return MergedManifests(
-        metas=list(manifests[:keep]) + list(written),
-        written=[m.file_name for m in written],
-        entries_in=entries_in,
-        entries_out=len(live),
-    )
+def _minor_compaction(inputs: list[Any], options: MergeOptions, io: _Io,
+                      written: list[str]) -> MergedManifests:
+    """``ManifestFileMerger.tryMinorCompaction``."""
+    result: list[Any] = []
+    candidates: list[Any] = []
+    total = 0
+    stats = {"in": 0, "out": 0}
+    merged_any = False
+
+    def merge_candidates(group: list[Any]) -> None:
+        nonlocal merged_any
+        if len(group) == 1:
+            result.append(group[0])
+            return
+        merged_any = True
+        entries = _merge_entries(e for batch in io.read_many(group) for e in _count_in(batch, stats))
+        stats["out"] += len(entries)
+        result.extend(io.write(entries, options.target_file_size, written))
+
+    for meta in inputs:
+        total += meta.file_size
+        candidates.append(meta)
+        if total >= options.target_file_size:
+            merge_candidates(candidates)
+            candidates = []
+            total = 0
+    if len(candidates) >= options.merge_min_count:
+        merge_candidates(candidates)
+    else:
+        result.extend(candidates)
+    kind = "minor" if merged_any else "none"
+    return MergedManifests(result, list(written), kind, stats["in"], stats["out"])
+
+
+def _count_in(entries: list[Any], stats: dict[str, int]) -> list[Any]:
+    stats["in"] += len(entries)
+    return entries
+
+
+def _merge_entries(entries: Iterable[Any]) -> list[Any]:
+    """``FileEntry.mergeEntries``: an ADD and a later DELETE of one file cancel out.
+
+    A DELETE whose ADD is in an earlier manifest is kept; a second ADD of the same
+    file is an error, as in Java (the table would list the file twice).
+    """
+    out: dict[tuple, Any] = {}
+    for e in entries:
+        key = entry_identifier(e)
+        if e.kind == KIND_ADD:
+            if key in out:
+                raise RuntimeError(
+                    f"Trying to add file {e.file.file_name} which is already added "
+                    "(the manifests list it twice); refusing to merge them"
+                )
+            out[key] = e
+        elif key in out:
+            del out[key]
+        else:
+            out[key] = e
+    return list(out.values())
+
+
+def _may_hold_any(meta: Any, partitions: set[tuple]) -> bool:
+    """Java's ``PartitionPredicate.fromMultiple(...).test(stats)`` for ``partitions``.
+
+    As in Java, the deleted partitions are reduced to a per-field range (min, max,
+    whether a null is among them) and the manifest is kept only if its partition
+    statistics cannot overlap that range on some field.
+    """
+    stats = meta.partition_stats
+    if stats is None or not partitions:
+        return True
+    arity = len(next(iter(partitions)))
+    try:
+        lows = [stats.min_values.get_field(i) for i in range(arity)]
+        highs = [stats.max_values.get_field(i) for i in range(arity)]
+        nulls = list(stats.null_counts or [None] * arity)
+    except Exception:  # noqa: BLE001 - unreadable statistics: it may hold them
+        return True
+    for i in range(arity):
+        values = [p[i] for p in partitions]
+        present = [v for v in values if v is not None]
+        has_null_part = len(present) < len(values)
+        may_null = nulls[i] is None or nulls[i] > 0
+        if not present:
+            if not may_null:
+                return False
+            continue
+        try:
+            overlap = (highs[i] is None or highs[i] >= min(present)) and (
+                lows[i] is None or lows[i] <= max(present)
+            )
+        except TypeError:
+            overlap = True
+        if not overlap and not (has_null_part and may_null):
+            return False
+    return True
+
+
+def merge_manifests(table: Any, manifests: list[Any], target_size: int | None = None) -> MergedManifests:
+    """Full compaction of ``manifests`` (Java's ``compactManifest`` rules).
+
+    Kept for callers that always want the list compacted (COMPACT commits, the
+    ``compact_manifest`` operation): returns the input unchanged when there is nothing
+    to gain (no DELETE entry and at most one manifest to rewrite).
+    """
+    options = MergeOptions.of_table(table)
+    if target_size is not None:
+        options = MergeOptions(int(target_size), options.merge_min_count,
+                               options.full_compaction_threshold)
+    if not manifests:
+        return MergedManifests(metas=[])
+    return full_compaction(table, manifests, options)
