@@ -66,6 +66,12 @@ CASES = [
     (CompactionOperator, dict(table="db.events", where="1=1; DROP TABLE db.events"), "semicolon"),
     (CompactionOperator, dict(table="db.events", where="v = 'r1'"), "'v' is not a partition column.*partition columns: dt"),
     (CompactionOperator, dict(table="db.events", where="dt = '2026-11-01' -- x"), "comments are not allowed"),
+    (CompactionOperator, dict(table="db.events", manifests_only=True, partitions=["dt=2026-11-01"]),
+     "manifests_only compacts the whole manifest list"),
+    (CompactionOperator, dict(table="db.events", manifests_only="yes", options={"target-file-size": "1 mb"}),
+     r"manifests_only takes only manifest\.\* options, got target-file-size"),
+    (CompactionOperator, dict(table="db.events", manifests_only="ture"), "manifests_only must be a boolean"),
+    (CompactionOperator, dict(table="db.nope", manifests_only=True), "does not exist"),
 ]
 
 

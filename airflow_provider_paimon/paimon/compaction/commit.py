@@ -45,6 +45,7 @@ from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.commit.commit_scanner import CommitScanner
 
 from .. import faults
+from ..commit_properties import RUN_KEYS
 from ..errors import ConcurrentModificationError
 from ..manifests import merge_manifests
 from .errors import CompactionConflictError, RowCountMismatchError
@@ -77,8 +78,14 @@ def commit_compaction(
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
     properties: dict[str, str] | None = None,
     max_rename_attempts: int = 10,
+    fold: bool = True,
 ) -> Snapshot:
     """Commit ``changes`` as one COMPACT snapshot and return it.
+
+    With ``fold`` (the default) a compaction that removed at least
+    ``manifest.merge-min-count`` files is followed by ``compact_manifest``
+    (``manifest_compaction.fold_deletes``): the table's latest state then lists its
+    live files only, not the DELETE entries this commit had to record.
 
     Raises ``CompactionConflictError`` (nothing written) when a file to remove is no
     longer alive, and ``RowCountMismatchError`` when the new files do not hold exactly
@@ -173,6 +180,8 @@ def commit_compaction(
                 sum(len(c.before) for c in changes), sum(len(c.after) for c in changes),
                 len(base_before), len(merged.metas),
             )
+            if fold:
+                _fold(table, commit_user, properties)
             return snapshot
         log.info("snapshot %d of %s was taken by another commit; retrying (%d)",
                  snapshot.id, table_name(table), attempt + 1)
@@ -181,6 +190,19 @@ def commit_compaction(
         f"could not commit compaction of {table_name(table)}: another writer took the next "
         f"snapshot id {max_rename_attempts} times in a row"
     )
+
+
+def _fold(table: Any, commit_user: str, properties: dict[str, str] | None) -> None:
+    """Fold this commit's DELETE entries (never raises: the compaction has landed)."""
+    from .manifest_compaction import fold_deletes
+
+    run = {k: v for k, v in dict(properties or {}).items() if k in RUN_KEYS}
+    try:
+        fold_deletes(table, commit_user=commit_user, properties=run)
+    except Exception as err:  # noqa: BLE001 - a later commit's merge folds them instead
+        log.warning("folding the deletes of the compaction of %s failed (%s: %s); the next "
+                    "commit's manifest merge or compact_manifest folds them",
+                    table_name(table), type(err).__name__, err)
 
 
 def _entries(table: Any, changes: list[CompactChange]) -> list[ManifestEntry]:
