@@ -52,7 +52,7 @@ class MergingManifestLists(ManifestListManager):
         self.options = options
         self.last: MergedManifests | None = None
         self._merging = False
-        self._io = _Io(table)
+        self._io = _Io(table)  # deletes; merge() picks its own reader
 
     @contextlib.contextmanager
     def merging(self) -> Iterator[None]:
@@ -66,7 +66,7 @@ class MergingManifestLists(ManifestListManager):
         manifests = super().read_all(snapshot)
         if not self._merging or not manifests:
             return manifests
-        merged = merge(self.table, manifests, self.options, self._io)
+        merged = merge(self.table, manifests, self.options)
         self.last = merged
         if merged.changed:
             log.info(
