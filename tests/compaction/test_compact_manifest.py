@@ -20,8 +20,6 @@ from datetime import timedelta
 
 import pytest
 from independent_reader import read_rows, require
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from airflow_provider_paimon.paimon import faults
 from airflow_provider_paimon.paimon.compaction.manifest_compaction import compact_manifest
@@ -30,28 +28,18 @@ from airflow_provider_paimon.paimon.compaction.runner import compact
 from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
 from airflow_provider_paimon.paimon.maintenance import expire_snapshots
 
-from .helpers import SMALL, append, append_many, batch, make_table, reload, row_multiset
-
-
-def _lists(table, snap):
-    lists = ManifestListManager(table)
-    return lists.read_base(snap), lists.read_delta(snap)
-
-
-def _entries(table, metas):
-    files = ManifestFileManager(table)
-    return [e for m in metas for e in files.read(m.file_name, file_size=m.file_size)]
-
-
-def _overwrite_partition(table, partition: str, start: int):
-    wb = table.new_batch_write_builder().overwrite({"p": partition})
-    write, commit = wb.new_write(), wb.new_commit()
-    try:
-        write.write_arrow(batch(start, 4, partitions=(partition,)))
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
+from .helpers import (
+    SMALL,
+    append,
+    append_many,
+    batch,
+    make_table,
+    manifest_entries,
+    manifest_lists,
+    overwrite_partition,
+    reload,
+    row_multiset,
+)
 
 
 def _manifest_files(warehouse):
@@ -62,7 +50,7 @@ def test_compact_manifest_lists_live_files_only_in_a_compact_snapshot(warehouse)
     require()
     table = make_table(warehouse)
     next_id = append_many(table, 12, rows=10)
-    _overwrite_partition(reload(warehouse), "a", next_id)  # DELETE entries for partition a
+    overwrite_partition(reload(warehouse), "a", next_id)  # DELETE entries for partition a
     table = reload(warehouse)
     before = latest_snapshot(table)
     rows = row_multiset(table)
@@ -78,9 +66,9 @@ def test_compact_manifest_lists_live_files_only_in_a_compact_snapshot(warehouse)
     assert snap.commit_kind == "COMPACT" and snap.total_record_count == before.total_record_count
     assert snap.delta_record_count == 0 and snap.schema_id == before.schema_id
     assert snap.properties == {"airflow.dag_id": "d"}  # only the run's own keys
-    base, delta = _lists(table, snap)
+    base, delta = manifest_lists(table, snap)
     assert delta == []
-    entries = _entries(table, base)
+    entries = manifest_entries(table, base)
     assert all(e.kind == 0 for e in entries) and {e.file.file_name for e in entries} == live
     assert row_multiset(table) == rows
     assert read_rows(warehouse) == rows
@@ -144,7 +132,7 @@ def test_compaction_of_many_files_folds_its_deletes(warehouse):
     table = reload(warehouse)
     rows = row_multiset(table)
     before = latest_snapshot(table)
-    entries_before = sum(len(_entries(table, m)) for m in _lists(table, before))
+    entries_before = sum(len(manifest_entries(table, m)) for m in manifest_lists(table, before))
 
     result = compact(table, CompactionOptions.from_table(table))
     assert result.committed and result.files_before == 72
@@ -154,10 +142,10 @@ def test_compaction_of_many_files_folds_its_deletes(warehouse):
     assert (data_snap.commit_kind, folded.commit_kind) == ("COMPACT", "COMPACT")
     assert folded.id == data_snap.id + 1
     # the data snapshot records what it removed; the fold lists only what is alive
-    _base, delta = _lists(table, data_snap)
-    assert sum(e.kind == 1 for e in _entries(table, delta)) == 72
-    base, delta = _lists(table, folded)
-    assert delta == [] and len(_entries(table, base)) == result.files_after < entries_before
+    _base, delta = manifest_lists(table, data_snap)
+    assert sum(e.kind == 1 for e in manifest_entries(table, delta)) == 72
+    base, delta = manifest_lists(table, folded)
+    assert delta == [] and len(manifest_entries(table, base)) == result.files_after < entries_before
     assert row_multiset(table) == rows and read_rows(warehouse) == rows
 
     # expiry still finds the replaced files through the data snapshot's delta
@@ -190,7 +178,7 @@ def test_a_rerun_folds_what_a_killed_run_left(warehouse):
     assert not again.committed and again.extra["manifests"]["committed"], again.to_dict()
     table = reload(warehouse)
     assert latest_snapshot(table).id == first.snapshot_id + 1
-    assert _lists(table, latest_snapshot(table))[1] == [] and row_multiset(table) == rows
+    assert manifest_lists(table, latest_snapshot(table))[1] == [] and row_multiset(table) == rows
 
 
 def test_compact_job_manifests_only_needs_no_spark(warehouse):

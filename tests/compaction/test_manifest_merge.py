@@ -24,7 +24,7 @@ from airflow_provider_paimon.paimon.manifests import MergeOptions, full_compacti
 from airflow_provider_paimon.paimon.merging_commit import merging_commit
 
 from . import java_manifest_merger as java
-from .helpers import append, batch, make_table, reload, row_multiset
+from .helpers import append, batch, make_table, overwrite_partition, reload, row_multiset
 
 
 def _read(table):
@@ -100,17 +100,6 @@ def _compact_partition(table, partition: str):
     commit_compaction(table, [CompactChange(key, 0, entries[0].total_buckets, files, new)], fold=False)
 
 
-def _overwrite(table, start: int, partition: str):
-    wb = table.new_batch_write_builder().overwrite({"p": partition})
-    write, commit = wb.new_write(), wb.new_commit()
-    try:
-        write.write_arrow(batch(start, 5, partitions=(partition,)))
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
-
-
 def test_minor_merge_of_small_manifests_matches_java(warehouse):
     table = make_table(warehouse)
     for i in range(7):
@@ -140,7 +129,7 @@ def test_full_compaction_drops_deletes_and_keeps_untouched_partitions(warehouse)
     commit.close()
     for i in range(3):
         append(reload(warehouse), batch(2000 + i * 10, 10, partitions=("b",)))
-    _overwrite(reload(warehouse), 3000, "b")  # DELETE entries for every file of 'b'
+    overwrite_partition(reload(warehouse), "b", 3000, rows=5)  # DELETE entries for every file of 'b'
     table = reload(warehouse)
     metas = ManifestListManager(table).read_all(latest_snapshot(table))
     merged_a = [m for m in metas if m.num_added_files == 4]
@@ -166,7 +155,7 @@ def test_random_tables_and_options_match_java(warehouse, seed):
         if action < 0.55:
             append(table, batch(next_id, rng.randint(1, 12), partitions=tuple(rng.sample(parts, rng.randint(1, len(parts))))))
         elif action < 0.7 and seed != 3:
-            _overwrite(table, next_id, rng.choice(parts))
+            overwrite_partition(table, rng.choice(parts), next_id, rows=5)
         elif action < 0.85:
             _compact_partition(table, rng.choice(parts))
         else:  # a merging commit: merged manifests of all sizes appear in the list

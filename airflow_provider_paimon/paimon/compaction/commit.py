@@ -133,29 +133,11 @@ def commit_compaction(
             delta_size = manifest_lists.write(delta_list, metas)
             base_size = manifest_lists.write(base_list, merged.metas)
             faults.check("compaction.commit.after_manifest_lists")
-            snapshot = Snapshot(
-                version=3,
-                id=latest.id + 1,
+            snapshot = compact_snapshot(
+                latest, base_list, base_size, delta_list, delta_size, commit_user,
+                commit_identifier, properties,
                 # The newer of the schema we wrote with and the one at commit time.
                 schema_id=max(table.table_schema.id, latest.schema_id),
-                base_manifest_list=base_list,
-                base_manifest_list_size=base_size,
-                delta_manifest_list=delta_list,
-                delta_manifest_list_size=delta_size,
-                changelog_manifest_list=None,
-                changelog_manifest_list_size=None,
-                changelog_record_count=None,
-                total_record_count=latest.total_record_count,
-                delta_record_count=0,
-                commit_user=commit_user,
-                writer_version=build_full_version(),
-                commit_identifier=commit_identifier,
-                commit_kind=COMMIT_KIND,
-                time_millis=int(time.time() * 1000),
-                watermark=latest.watermark,
-                next_row_id=latest.next_row_id,
-                index_manifest=latest.index_manifest,
-                properties=dict(properties) if properties else None,
             )
             statistics = _partition_statistics(table, changes)
         except BaseException:
@@ -189,6 +171,36 @@ def commit_compaction(
     raise ConcurrentModificationError(
         f"could not commit compaction of {table_name(table)}: another writer took the next "
         f"snapshot id {max_rename_attempts} times in a row"
+    )
+
+
+def compact_snapshot(latest: Any, base_list: str, base_size: int, delta_list: str, delta_size: int,
+                     commit_user: str, commit_identifier: int, properties: dict[str, str] | None,
+                     schema_id: int) -> Snapshot:
+    """The COMPACT snapshot after ``latest``: same rows, record count, watermark and index."""
+    return Snapshot(
+        version=3,
+        id=latest.id + 1,
+        schema_id=schema_id,
+        base_manifest_list=base_list,
+        base_manifest_list_size=base_size,
+        delta_manifest_list=delta_list,
+        delta_manifest_list_size=delta_size,
+        changelog_manifest_list=None,
+        changelog_manifest_list_size=None,
+        changelog_record_count=None,
+        total_record_count=latest.total_record_count,
+        delta_record_count=0,
+        commit_user=commit_user,
+        writer_version=build_full_version(),
+        commit_identifier=commit_identifier,
+        commit_kind=COMMIT_KIND,
+        time_millis=int(time.time() * 1000),
+        watermark=latest.watermark,
+        statistics=latest.statistics if schema_id == latest.schema_id else None,  # Java's rule
+        next_row_id=latest.next_row_id,
+        index_manifest=latest.index_manifest,
+        properties=dict(properties) if properties else None,
     )
 
 

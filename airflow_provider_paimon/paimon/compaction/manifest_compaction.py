@@ -32,13 +32,11 @@ snapshot id deletes this attempt's files and retries on the new latest snapshot.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pypaimon.build_info import full_version as build_full_version
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.snapshot.snapshot import Snapshot
 
@@ -46,11 +44,11 @@ from .. import faults
 from ..commit_properties import RUN_KEYS
 from ..errors import ConcurrentModificationError
 from ..manifests import MergeOptions, full_compaction
+from .commit import compact_snapshot
 from .scan import table_name
 
 log = logging.getLogger(__name__)
 
-COMMIT_KIND = "COMPACT"
 # Paimon's compactManifest commits with Long.MAX_VALUE as its identifier.
 COMMIT_IDENTIFIER = 2**63 - 1
 
@@ -221,30 +219,8 @@ def _snapshot(table: Any, latest: Any, base_list: str, base_size: int, delta_lis
     # Java copies the latest snapshot's properties; ours name the run behind a snapshot
     # (and a compaction attempt), so this snapshot carries only its own run's keys.
     props = {k: v for k, v in dict(properties or {}).items() if k in RUN_KEYS}
-    return Snapshot(
-        version=3,
-        id=latest.id + 1,
-        schema_id=latest.schema_id,
-        base_manifest_list=base_list,
-        base_manifest_list_size=base_size,
-        delta_manifest_list=delta_list,
-        delta_manifest_list_size=delta_size,
-        changelog_manifest_list=None,
-        changelog_manifest_list_size=None,
-        changelog_record_count=None,
-        total_record_count=latest.total_record_count,
-        delta_record_count=0,
-        commit_user=commit_user,
-        writer_version=build_full_version(),
-        commit_identifier=COMMIT_IDENTIFIER,
-        commit_kind=COMMIT_KIND,
-        time_millis=int(time.time() * 1000),
-        watermark=latest.watermark,
-        statistics=latest.statistics,
-        next_row_id=latest.next_row_id,
-        index_manifest=latest.index_manifest,
-        properties=props or None,
-    )
+    return compact_snapshot(latest, base_list, base_size, delta_list, delta_size, commit_user,
+                            COMMIT_IDENTIFIER, props or None, schema_id=latest.schema_id)
 
 
 def _delete(table: Any, lists: ManifestListManager, names: list[str]) -> None:
