@@ -213,7 +213,7 @@ def compact_manifests(warehouse: str) -> tuple[float, float]:
 
 
 PLAN_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from airflow_provider_paimon.spark.native.plan import plan_for
 from airflow_provider_paimon.spark.options import parse_options
@@ -222,8 +222,10 @@ opts = parse_options({"warehouse": warehouse, "table": "db.t"})
 start = time.process_time()
 plan = plan_for(opts, filter_text, planner=planner)
 cpu = time.process_time() - start
+# VmHWM, not ru_maxrss: Linux keeps the forking parent's high-water mark in ru_maxrss
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0].split()[1]
 print(json.dumps({"cpu": cpu, "files": plan.native_files + plan.python_file_count,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": int(hwm) / 1024}))
 """
 
 

@@ -446,3 +446,68 @@ def _from_record(r: dict) -> RawEntry:
         min_sequence_number=f.get("_MIN_SEQUENCE_NUMBER", 0),
         max_sequence_number=f.get("_MAX_SEQUENCE_NUMBER", 0), creation_time=created,
     )
+
+
+def _read_long(data: bytes, i: int) -> tuple[int, int]:
+    b = data[i]
+    i += 1
+    if b & 0x80:
+        return _varint(data, i, b)
+    return (b >> 1) ^ -(b & 1), i
+
+
+def split_container(data: bytes) -> tuple[bytes, bytes, list[bytes]]:
+    """An Avro container file as (header without its sync marker, sync marker, blocks).
+
+    Each block is ``count + size + compressed data`` exactly as stored, so files of one
+    schema and codec can be concatenated block by block without decoding anything.
+    """
+    if data[:4] != b"Obj\x01":
+        raise ValueError("not an Avro container file")
+    i = 4
+    while True:  # the metadata map
+        count, i = _read_long(data, i)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _size, i = _read_long(data, i)
+        for _ in range(count):
+            for _part in range(2):
+                n, i = _read_long(data, i)
+                i += n
+    header, sync = data[:i], data[i:i + 16]
+    i += 16
+    blocks = []
+    while i < len(data):
+        start = i
+        _count, i = _read_long(data, i)
+        size, i = _read_long(data, i)
+        i += size
+        blocks.append(data[start:i])
+        if data[i:i + 16] != sync:
+            raise ValueError("Avro sync marker mismatch")
+        i += 16
+    return header, sync, blocks
+
+
+def concat_manifests(files: list[bytes], target_size: int) -> Iterator[tuple[bytes, int, int]]:
+    """Manifests holding every entry of ``files`` in order, blocks copied as stored, rolled
+    at ``target_size``: yields ``(file bytes, first file, end file)``; a file is never split.
+
+    All files must share one header (schema and codec): ``ValueError`` otherwise.
+    """
+    parts = [split_container(f) for f in files]
+    header, sync = parts[0][0], parts[0][1]
+    if any(p[0] != header for p in parts):
+        raise ValueError("manifests of different schemas or codecs")
+    start = 0
+    while start < len(parts):
+        out = bytearray(header) + sync
+        i = start
+        while i < len(parts) and (i == start or len(out) < target_size):
+            for block in parts[i][2]:
+                out += block + sync
+            i += 1
+        yield bytes(out), start, i
+        start = i

@@ -209,6 +209,10 @@ class _Io:
         for name in names:
             self.files.file_io.delete_quietly(f"{self.files.manifest_path}/{name}")
 
+    def concat(self, metas: list[Any], target: int, written: list[str]) -> list[Any] | None:
+        """Manifests holding ``metas``' entries in order, without reading entries (None: cannot)."""
+        return None
+
 
 class _FastIo(_Io):
     """Reads with ``manifest_reader`` and writes merged manifests by copying the live
@@ -270,6 +274,30 @@ class _FastIo(_Io):
             metas.append(self._meta(name, len(data), items[start:end]))
         return metas
 
+    def concat(self, metas: list[Any], target: int, written: list[str]) -> list[Any] | None:
+        """Append-only groups (no DELETE anywhere): their Avro blocks copied as stored, and
+        each new file's meta combined from its inputs' metas; no entry is decoded, so a
+        merge of a table's small manifests costs what copying their bytes costs. Files of
+        another schema or codec are not concatenated. (Java's merge also refuses a data
+        file listed twice; concatenation keeps such an already broken list as it is.)"""
+        from .manifest_reader import concat_manifests, read_bytes
+
+        datas = [read_bytes(self.table.file_io, f"{self.files.manifest_path}/{m.file_name}", m.file_size)
+                 for m in metas]
+        try:
+            pieces = list(concat_manifests(datas, target))
+        except ValueError:
+            return None
+        prefix = f"manifest-{uuid.uuid4()}"
+        out = []
+        for n, (data, start, end) in enumerate(pieces):
+            name = f"{prefix}-{n}"
+            written.append(name)
+            with self.table.file_io.new_output_stream(f"{self.files.manifest_path}/{name}") as stream:
+                stream.write(data)
+            out.append(_combined_meta(name, len(data), metas[start:end]))
+        return out
+
     def _meta(self, name: str, size: int, items: list[_Item]) -> Any:
         """The ``ManifestFileMeta`` pypaimon's writer would compute for these entries."""
         from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
@@ -305,6 +333,49 @@ class _FastIo(_Io):
             max_row_id=max_row,
             total_buckets=total,
         )
+
+
+def _combined_meta(name: str, size: int, metas: list[Any]) -> Any:
+    """The ``ManifestFileMeta`` of a file holding exactly the entries of ``metas``."""
+    from pypaimon.manifest.schema.manifest_file_meta import ManifestFileMeta
+    from pypaimon.manifest.schema.simple_stats import SimpleStats
+    from pypaimon.table.row.generic_row import GenericRow
+
+    first = metas[0].partition_stats
+    fields = getattr(first.min_values, "fields", None) or []
+    arity = len(fields)
+
+    def column(i: int, which: str) -> list[Any]:
+        return [v for m in metas if (v := getattr(m.partition_stats, which).get_field(i)) is not None]
+
+    def edge(values: list, pick: Any) -> Any:
+        return pick(values) if values else None
+
+    nulls = [sum(int((m.partition_stats.null_counts or [0] * arity)[i] or 0) for m in metas) for i in range(arity)]
+
+    def opt(values: list, pick: Any) -> Any:
+        return None if any(v is None for v in values) else pick(values)
+
+    totals = {m.total_buckets for m in metas}
+    return ManifestFileMeta(
+        file_name=name,
+        file_size=size,
+        num_added_files=sum(m.num_added_files for m in metas),
+        num_deleted_files=0,
+        partition_stats=SimpleStats(
+            min_values=GenericRow([edge(column(i, "min_values"), min) for i in range(arity)], fields),
+            max_values=GenericRow([edge(column(i, "max_values"), max) for i in range(arity)], fields),
+            null_counts=nulls,
+        ),
+        schema_id=max(m.schema_id for m in metas),
+        min_bucket=opt([m.min_bucket for m in metas], min),
+        max_bucket=opt([m.max_bucket for m in metas], max),
+        min_level=opt([m.min_level for m in metas], min),
+        max_level=opt([m.max_level for m in metas], max),
+        min_row_id=opt([m.min_row_id for m in metas], min),
+        max_row_id=opt([m.max_row_id for m in metas], max),
+        total_buckets=totals.pop() if len(totals) == 1 else None,
+    )
 
 
 def merge(table: Any, manifests: list[Any], options: MergeOptions | None = None,
@@ -427,6 +498,14 @@ def _minor_compaction(inputs: list[Any], options: MergeOptions, io: _Io,
             result.append(group[0])
             return
         merged_any = True
+        if not any(m.num_deleted_files for m in group):
+            # nothing can cancel: Java's merge is the entries in order (duplicates aside)
+            concatenated = io.concat(group, options.target_file_size, written)
+            if concatenated is not None:
+                stats["in"] += sum(m.num_added_files for m in group)
+                stats["out"] += sum(m.num_added_files for m in group)
+                result.extend(concatenated)
+                return
         entries = _merge_entries(e for batch in io.read_many(group) for e in _count_in(batch, stats))
         stats["out"] += len(entries)
         result.extend(io.write(entries, options.target_file_size, written))
