@@ -6,7 +6,11 @@ its small files pile up. Once a day (adjust the schedule) this DAG:
 0. ``preflight``: checks every task below against the table (``PaimonPreflightOperator``):
    a bad param (an unknown table, ``orphan_older_than`` under an hour, a misspelt
    flag) fails here, before the compaction has changed anything;
-1. ``compact``: merges the small files (``CompactionOperator``, one COMPACT snapshot);
+1. ``compact``: merges the small files (``CompactionOperator``, one COMPACT snapshot;
+   a compaction that removed many files also folds their DELETE entries out of the
+   manifests). With ``params.manifests_only`` it compacts only the table's manifests
+   instead (Paimon's ``compact_manifest``: no data file is touched, any table type), for
+   tables whose files are fine but whose metadata grew (docs/metadata.md);
 2. ``expire_snapshots``: expires old snapshots (``ExpireSnapshotsOperator``): the
    small files the compaction replaced go with the last snapshot that read them;
 3. ``remove_orphans``: deletes files nothing references, e.g. of writes that failed
@@ -71,11 +75,15 @@ with DAG(
                                    description="remove unreferenced files older than this (at least 1 h)"),
         "expire_tags": Param(True, type="boolean", description="also delete tags whose time_retained passed"),
         "dry_run": Param(False, type="boolean", description="report what each step would do, change nothing"),
+        "manifests_only": Param(False, type="boolean",
+                                description="compact only the manifests (compact_manifest), not the data files"),
     },
     tags=["paimon", "maintenance"],
 ) as dag:
     preflight = PaimonPreflightOperator(task_id="preflight", retries=0)
-    compact = CompactionOperator(task_id="compact", dry_run="{{ params.dry_run }}", **COMMON)
+    compact = CompactionOperator(
+        task_id="compact", dry_run="{{ params.dry_run }}", manifests_only="{{ params.manifests_only }}", **COMMON
+    )
     expire = ExpireSnapshotsOperator(
         task_id="expire_snapshots",
         retain_min="{{ params.retain_min }}",

@@ -13,6 +13,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pyarrow as pa
@@ -71,3 +72,24 @@ def rust_rows(warehouse: str, table: str, **kwargs: Any) -> list[tuple]:
 def rust_snapshot_ids(warehouse: str, table: str, branch: str | None = None) -> list[int]:
     """The snapshot ids pypaimon-rust lists for the table, ascending."""
     return sorted(s.id() for s in rust_table(warehouse, table, branch).list_snapshots())
+
+
+def require() -> None:
+    """Fail (``CI=true``) or skip when pypaimon-rust is not importable (the test extra has it)."""
+    import os
+
+    import pytest
+
+    try:
+        import pypaimon_rust.datafusion  # noqa: F401
+    except ImportError as err:
+        message = f"pypaimon-rust is not installed ({err}); `uv pip install pypaimon-rust` (test extra)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def read_rows(warehouse: str, table: str = "db.t", **kwargs: Any) -> Counter:
+    """The table's rows as pypaimon-rust reads them, as a multiset of tuples."""
+    data = rust_read(warehouse, table, **kwargs)
+    return Counter(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))

@@ -109,6 +109,8 @@ def summarize(table: str, branch: str | None, result: Mapping[str, Any]) -> str:
     after = f"{result.get('files_after', '?')} files ({human_bytes(result.get('bytes_after'))})"
     duration = result.get("duration_s")
     took = f"{float(duration):.1f} s" if isinstance(duration, (int, float)) else "? s"
+    if result.get("operation") == "compact_manifest":
+        return f"Manifest compaction of {where}: {result.get('message')}"
     if result.get("dry_run"):
         return f"Compaction plan for {where}: {before} -> {after} in {result.get('bins', '?')} bins (dry run, nothing committed)"
     if not result.get("committed"):
@@ -143,6 +145,11 @@ class CompactionOperator(PaimonSparkJobOperator):
         picks the runs). Primary-key options: ``num-sorted-run.compaction-trigger``,
         ``num-levels``, ``compaction.max-size-amplification-percent``,
         ``compaction.size-ratio``, ``target-file-size``.
+    :param manifests_only: run Paimon's ``compact_manifest`` instead: fully compact the
+        table's manifests into one COMPACT snapshot (no data file read or written, any
+        table type, no ``partitions``/``where``; ``options`` may set ``manifest.*``).
+        XCom then: operation, committed, snapshot_id, manifests_before/after,
+        entries_before/after, message (docs/metadata.md).
 
     XCom: files_before, bytes_before, files_after, bytes_after, snapshot_id, committed,
     duration_s, bins, message, and ``expired``: what the snapshot expiry after the COMPACT
@@ -159,6 +166,7 @@ class CompactionOperator(PaimonSparkJobOperator):
         "options",
         "dry_run",
         "mode",
+        "manifests_only",
     )
 
     def __init__(
@@ -171,9 +179,11 @@ class CompactionOperator(PaimonSparkJobOperator):
         dry_run: bool | str = False,
         max_retries: int | None = None,
         mode: str | None = None,
+        manifests_only: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.manifests_only = manifests_only
         self.branch = branch
         # kept as given: they may be templates, normalised when the task runs
         self.partitions = partitions
@@ -203,6 +213,8 @@ class CompactionOperator(PaimonSparkJobOperator):
         mode = optional_str(self.mode)
         if mode is not None:
             args += ["--mode", mode]
+        if as_bool(self.manifests_only, "manifests_only"):
+            args.append("--manifests-only")
         return args
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
@@ -212,6 +224,15 @@ class CompactionOperator(PaimonSparkJobOperator):
         if partitions and optional_str(self.where) is not None:
             self.fail("give either partitions or where, not both")
         self.require_branch(hook, branch)
+        if as_bool(self.manifests_only, "manifests_only"):
+            if partitions or optional_str(self.where) is not None:
+                self.fail("manifests_only compacts the whole manifest list (as Paimon's "
+                          "compact_manifest does); leave out partitions and where")
+            unknown = sorted(k for k in as_options(self.options) if not str(k).startswith("manifest."))
+            if unknown:
+                self.fail(f"manifests_only takes only manifest.* options, got {', '.join(unknown)}")
+            hook.get_schema(self.table, branch)  # the table exists (any table type)
+            return None
         schema = hook.get_schema(self.table, branch)
         mode = optional_str(self.mode)
         if mode is not None and not schema["primary_keys"]:

@@ -81,6 +81,12 @@ CASES = [
     (TagCreateOperator, dict(table="db.events", tag="T1"), "looks like the existing tag 't1'"),
     (TagCreateOperator, dict(table="db.events", tag="t\ufe0f"), "invisible character U\\+FE0F"),
     (TagDeleteOperator, dict(table="db.events", tag="MA\u0130N"), "U\\+0130 .* default name profile"),
+    (CompactionOperator, dict(table="db.events", manifests_only=True, partitions=["dt=2026-11-01"]),
+     "manifests_only compacts the whole manifest list"),
+    (CompactionOperator, dict(table="db.events", manifests_only="yes", options={"target-file-size": "1 mb"}),
+     r"manifests_only takes only manifest\.\* options, got target-file-size"),
+    (CompactionOperator, dict(table="db.events", manifests_only="ture"), "manifests_only must be a boolean"),
+    (CompactionOperator, dict(table="db.nope", manifests_only=True), "does not exist"),
 ]
 
 

@@ -126,3 +126,12 @@ def test_compaction_dry_run_words_render_to_the_job_flag(wh, word, dry):
     op = CompactionOperator(task_id="compact", table="db.events", dry_run=word)
     op.preflight()
     assert ("--dry-run" in op.command_args()) is dry
+
+
+@pytest.mark.parametrize(("word", "only"), [("False", False), ("true", True), (True, True), ("", False)])
+def test_compaction_manifests_only_renders_to_the_job_flag_on_any_table_type(wh, word, only):
+    """``manifests_only`` is Paimon's compact_manifest: a primary-key table is fine too."""
+    for table in ("db.events", "db.users") if only else ("db.events",):
+        op = CompactionOperator(task_id="compact", table=table, manifests_only=word)
+        op.preflight()
+        assert ("--manifests-only" in op.command_args()) is only

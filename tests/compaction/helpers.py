@@ -117,3 +117,31 @@ def files_on_disk(warehouse: str) -> set[str]:
 def row_multiset_of_table(data: pa.Table) -> Counter:
     """Multiset of the rows of an Arrow table."""
     return Counter(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
+
+
+def manifest_lists(table: Any, snapshot: Any) -> tuple[list, list]:
+    """A snapshot's (base, delta) manifest metas."""
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    lists = ManifestListManager(table)
+    return lists.read_base(snapshot), lists.read_delta(snapshot)
+
+
+def manifest_entries(table: Any, metas: list) -> list:
+    """Every entry (ADD and DELETE) of ``metas``, through pypaimon's reader."""
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+
+    files = ManifestFileManager(table)
+    return [e for m in metas for e in files.read(m.file_name, file_size=m.file_size)]
+
+
+def overwrite_partition(table: Any, partition: str, start: int, rows: int = 4) -> None:
+    """One OVERWRITE of partition ``p=partition`` through plain pypaimon (DELETE entries)."""
+    wb = table.new_batch_write_builder().overwrite({"p": partition})
+    write, commit = wb.new_write(), wb.new_commit()
+    try:
+        write.write_arrow(batch(start, rows, partitions=(partition,)))
+        commit.commit(write.prepare_commit())
+    finally:
+        write.close()
+        commit.close()

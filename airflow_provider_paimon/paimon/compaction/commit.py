@@ -46,6 +46,7 @@ from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.commit.commit_scanner import CommitScanner
 
 from .. import faults
+from ..commit_properties import RUN_KEYS
 from ..errors import ConcurrentModificationError
 from ..manifests import merge_manifests
 from .errors import CompactionConflictError, RowCountMismatchError
@@ -81,8 +82,14 @@ def commit_compaction(
     *,
     rows_change: bool = False,
     check: Callable[[Any, list[ManifestEntry]], None] | None = None,
+    fold: bool = True,
 ) -> Snapshot:
     """Commit ``changes`` as one COMPACT snapshot and return it.
+
+    With ``fold`` (the default) a compaction that removed at least
+    ``manifest.merge-min-count`` files is followed by ``compact_manifest``
+    (``manifest_compaction.fold_deletes``): the table's latest state then lists its
+    live files only, not the DELETE entries this commit had to record.
 
     Raises ``CompactionConflictError`` (nothing written) when a file to remove is no
     longer alive, and ``RowCountMismatchError`` when the new files do not hold exactly
@@ -138,29 +145,12 @@ def commit_compaction(
             delta_size = manifest_lists.write(delta_list, metas)
             base_size = manifest_lists.write(base_list, merged.metas)
             faults.check("compaction.commit.after_manifest_lists")
-            snapshot = Snapshot(
-                version=3,
-                id=latest.id + 1,
+            snapshot = compact_snapshot(
+                latest, base_list, base_size, delta_list, delta_size, commit_user,
+                commit_identifier, properties,
                 # The newer of the schema we wrote with and the one at commit time.
                 schema_id=max(table.table_schema.id, latest.schema_id),
-                base_manifest_list=base_list,
-                base_manifest_list_size=base_size,
-                delta_manifest_list=delta_list,
-                delta_manifest_list_size=delta_size,
-                changelog_manifest_list=None,
-                changelog_manifest_list_size=None,
-                changelog_record_count=None,
-                total_record_count=(latest.total_record_count or 0) + record_delta,
-                delta_record_count=record_delta,
-                commit_user=commit_user,
-                writer_version=build_full_version(),
-                commit_identifier=commit_identifier,
-                commit_kind=COMMIT_KIND,
-                time_millis=int(time.time() * 1000),
-                watermark=latest.watermark,
-                next_row_id=latest.next_row_id,
-                index_manifest=latest.index_manifest,
-                properties=dict(properties) if properties else None,
+                record_delta=record_delta,
             )
             statistics = _partition_statistics(table, changes)
         except BaseException:
@@ -185,6 +175,8 @@ def commit_compaction(
                 sum(len(c.before) for c in changes), sum(len(c.after) for c in changes),
                 len(base_before), len(merged.metas),
             )
+            if fold:
+                _fold(table, commit_user, properties)
             return snapshot
         log.info("snapshot %d of %s was taken by another commit; retrying (%d)",
                  snapshot.id, table_name(table), attempt + 1)
@@ -193,6 +185,51 @@ def commit_compaction(
         f"could not commit compaction of {table_name(table)}: another writer took the next "
         f"snapshot id {max_rename_attempts} times in a row"
     )
+
+
+def compact_snapshot(latest: Any, base_list: str, base_size: int, delta_list: str, delta_size: int,
+                     commit_user: str, commit_identifier: int, properties: dict[str, str] | None,
+                     schema_id: int, record_delta: int = 0) -> Snapshot:
+    """The COMPACT snapshot after ``latest``: same watermark and index; the record count
+    changes by ``record_delta`` (0 for append compaction; a primary-key compaction that
+    merged versions or dropped retracts changes it)."""
+    return Snapshot(
+        version=3,
+        id=latest.id + 1,
+        schema_id=schema_id,
+        base_manifest_list=base_list,
+        base_manifest_list_size=base_size,
+        delta_manifest_list=delta_list,
+        delta_manifest_list_size=delta_size,
+        changelog_manifest_list=None,
+        changelog_manifest_list_size=None,
+        changelog_record_count=None,
+        total_record_count=(latest.total_record_count or 0) + record_delta,
+        delta_record_count=record_delta,
+        commit_user=commit_user,
+        writer_version=build_full_version(),
+        commit_identifier=commit_identifier,
+        commit_kind=COMMIT_KIND,
+        time_millis=int(time.time() * 1000),
+        watermark=latest.watermark,
+        statistics=latest.statistics if schema_id == latest.schema_id else None,  # Java's rule
+        next_row_id=latest.next_row_id,
+        index_manifest=latest.index_manifest,
+        properties=dict(properties) if properties else None,
+    )
+
+
+def _fold(table: Any, commit_user: str, properties: dict[str, str] | None) -> None:
+    """Fold this commit's DELETE entries (never raises: the compaction has landed)."""
+    from .manifest_compaction import fold_deletes
+
+    run = {k: v for k, v in dict(properties or {}).items() if k in RUN_KEYS}
+    try:
+        fold_deletes(table, commit_user=commit_user, properties=run)
+    except Exception as err:  # noqa: BLE001 - a later commit's merge folds them instead
+        log.warning("folding the deletes of the compaction of %s failed (%s: %s); the next "
+                    "commit's manifest merge or compact_manifest folds them",
+                    table_name(table), type(err).__name__, err)
 
 
 def _entries(table: Any, changes: list[CompactChange]) -> list[ManifestEntry]:

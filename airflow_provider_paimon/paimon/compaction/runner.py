@@ -26,6 +26,7 @@ from ..maintenance.after_commit import check_write_options, expire_after_commit
 from ..snapshots import table_branch
 from .commit import CompactChange, commit_compaction
 from .errors import CompactionConflictError
+from .manifest_compaction import fold_deletes
 from .options import CompactionOptions
 from .plan import CompactionBin, CompactionPlan, PartitionFilter, plan_compaction
 from .rewrite import FILE_SOURCE_COMPACT, rewrite_files
@@ -145,6 +146,10 @@ def compact(
             result.message = (
                 "nothing to compact" if plan.snapshot_id is not None else "nothing to compact: table is empty"
             )
+            if not dry_run and plan.snapshot_id is not None:
+                # a run killed between its COMPACT commit and the fold of its deletes
+                # left them in the latest delta: fold them now (nothing to fold: no-op)
+                _finish_fold(table, commit_user, snapshot_properties, result)
             break
         if dry_run:
             result.plan = plan.to_dict()
@@ -199,6 +204,14 @@ def compact(
         result.extra["expired"] = _expire(table, branch, run_options, result)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _finish_fold(table: Any, commit_user: str, properties: Mapping[str, str] | None,
+                 result: CompactionResult) -> None:
+    folded = fold_deletes(table, commit_user=commit_user, properties=dict(properties or {}))
+    if folded is not None and folded.committed:
+        result.extra["manifests"] = folded.to_dict()
+        result.message += f"; {folded.message}"
 
 
 def _expire(table: Any, branch: str | None, run_options: Mapping[str, Any] | None,

@@ -62,6 +62,7 @@ from airflow_provider_paimon.paimon.compaction.after_commit import compact_after
 from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
+from airflow_provider_paimon.paimon.merging_commit import merging_commit
 
 from .. import commit_events
 from ..options import PaimonOptions
@@ -307,7 +308,10 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         if self.plan.opts.precommit_compact and task_messages:
             task_messages = self._merge_small_files(table, task_messages, state, batch_id)
         _fault("before-commit", batch_id)
-        table_commit = table.new_stream_write_builder()._with_commit_user(self.commit_user).new_commit()
+        table_commit = merging_commit(  # Paimon's manifest merge inside this commit
+            table.new_stream_write_builder()._with_commit_user(self.commit_user).new_commit(),
+            self.plan.opts.table_options,
+        )
         try:
             table_commit.commit(
                 task_messages, batch_id, snapshot_properties=self.plan.snapshot_properties or None

@@ -25,6 +25,7 @@ from airflow_provider_paimon.paimon.catalog import load_table
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, TableNotFoundError
 from airflow_provider_paimon.paimon.maintenance.after_commit import check_write_options
 from airflow_provider_paimon.paimon.maintenance.options import writer_retention
+from airflow_provider_paimon.paimon.manifests import MergeOptions
 from airflow_provider_paimon.paimon.partitions import parse_partition_spec
 from airflow_provider_paimon.paimon.table_options import refuse_secrets
 
@@ -76,6 +77,7 @@ def plan_write(
     _check_partition_layout(opts, stored)
     # write-only / snapshot retention: the commit expires with them, so check them now
     check_write_options(stored, branch=opts.branch, options=opts.table_options)
+    MergeOptions.of_table(table, opts.table_options)  # manifest.* options: the commit merges with them
     merge = None
     if opts.merge_schema:
         table, merge = merge_schema(opts, schema, stored, table, catalog)

@@ -44,6 +44,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.lsm.engines import RowKindCheck
 from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
+from airflow_provider_paimon.paimon.merging_commit import merging_commit
 from airflow_provider_paimon.paimon.partitions import format_partition_value, format_spec
 
 from .. import commit_events
@@ -187,7 +188,8 @@ class PaimonWriter(DataSourceArrowWriter):
             from airflow_provider_paimon.paimon.compaction.precommit import merge_commit_messages
 
             task_messages = merge_commit_messages(table, task_messages, self.plan.opts.raw)
-        table_commit = self._write_builder(table).new_commit()
+        # Paimon's manifest merge inside this commit (pypaimon alone never merges)
+        table_commit = merging_commit(self._write_builder(table).new_commit(), self.plan.opts.table_options)
         try:
             if self.plan.replace_partitions is not None:
                 from airflow_provider_paimon.paimon.overwrite import overwrite_partitions

@@ -2,7 +2,7 @@
 
 ``launcher.py compact --warehouse W --table db.t [--branch B]
 [--partition k=v,k2=v2]... [--where EXPR] [--option k=v]... [--dry-run]
-[--max-retries N] [--mode full|minor]``
+[--max-retries N] [--mode full|minor] [--manifests-only]``
 
 Append tables: small files merged into target-size files (``paimon.compaction``).
 Primary-key tables: each bucket's LSM tree merged (``paimon.lsm``), ``--mode full``
@@ -10,6 +10,12 @@ Primary-key tables: each bucket's LSM tree merged (``paimon.lsm``), ``--mode ful
 picker); ``--option`` takes ``num-sorted-run.compaction-trigger``, ``num-levels``,
 ``compaction.max-size-amplification-percent``, ``compaction.size-ratio``,
 ``target-file-size``.
+
+``--manifests-only`` runs Paimon's ``compact_manifest`` instead
+(``paimon/compaction/manifest_compaction.py``: the manifests are fully compacted into
+one COMPACT snapshot, no data file is touched, no Spark work); its result has
+``operation: compact_manifest``, ``committed``, ``snapshot_id``, ``manifests_before``,
+``manifests_after``, ``entries_before``, ``entries_after`` and ``message``.
 
 Prints ``PAIMON_RESULT {json}`` with ``files_before``, ``bytes_before``,
 ``files_after``, ``bytes_after``, ``snapshot_id`` (null when nothing was committed),
@@ -74,7 +80,42 @@ def build_parser() -> argparse.ArgumentParser:
                         help="primary-key tables: full (default) or minor (universal compaction)")
     parser.add_argument("--max-tasks", type=int, default=None,
                         help="Spark tasks for the rewrite (default: 2 x default parallelism)")
+    parser.add_argument(
+        "--manifests-only", action="store_true",
+        help="compact only the table's manifests (Paimon's compact_manifest): no data file "
+        "is read or written; any table type; no --partition/--where",
+    )
     return parser
+
+
+def run_manifests_only(args: argparse.Namespace, overrides: dict[str, str]) -> dict[str, Any]:
+    """``--manifests-only``: Paimon's ``compact_manifest`` (no Spark work, no data file)."""
+    import time
+
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties
+    from airflow_provider_paimon.paimon.manifests import MergeOptions
+
+    from ...paimon.compaction.manifest_compaction import compact_manifest, preview
+
+    if args.partition or args.where:
+        raise ArgumentError(
+            "--manifests-only compacts the whole manifest list (as Paimon's compact_manifest "
+            "does); leave out --partition and --where"
+        )
+    unknown = sorted(k for k in overrides if not k.startswith("manifest."))
+    if unknown:
+        raise ArgumentError(
+            f"--manifests-only takes only manifest.* options, got {', '.join(unknown)}"
+        )
+    table = load_table(open_catalog(args.warehouse, catalog_options(args)), args.table, args.branch)
+    options = MergeOptions.of_table(table, overrides)
+    started = time.monotonic()
+    if args.dry_run:
+        out = preview(table, options).to_dict()
+    else:
+        out = compact_manifest(table, options=options, properties=commit_properties()).to_dict()
+    out.update({"dry_run": bool(args.dry_run), "duration_s": round(time.monotonic() - started, 3)})
+    return out
 
 
 def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
@@ -86,6 +127,11 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     if args.partition and args.where:
         raise ArgumentError("give either --partition or --where, not both")
     overrides = parse_key_values(args.option, "option")
+    if args.manifests_only:
+        result = run_manifests_only(args, overrides)
+        result.update({"table": args.table, "branch": args.branch or "main"})
+        log.info("%s", result["message"])
+        return result
     cat_options = catalog_options(args)
     table = load_table(open_catalog(args.warehouse, cat_options), args.table, args.branch)
     primary_keys = bool(table.is_primary_key_table)

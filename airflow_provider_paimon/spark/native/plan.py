@@ -45,6 +45,7 @@ from pyspark.sql.types import (
 )
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.planning import Planner, unsupported_reason
 
 from ..branch import redirect as branch_redirect
 from ..datasource.types import arrow_to_spark_type, table_spark_schema
@@ -188,7 +189,10 @@ def plan_read(
     return plan_for(opts, filter)
 
 
-def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # one pass, many cases
+def plan_for(opts: PaimonOptions, filter_text: str | None, planner: str = "auto") -> ReadPlan:
+    """The read plan; ``planner``: ``auto`` (ours where it applies), ``pypaimon`` (the reference)."""
+    if planner not in ("auto", "pypaimon"):
+        raise InvalidArgumentError(f"planner must be 'auto' or 'pypaimon', got {planner!r}")
     table = open_table(opts)
     schema = table_spark_schema(table)
     builder = table.new_read_builder()
@@ -197,6 +201,46 @@ def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # one p
         compiled = compile_filter(table, filter_text, opts.table)
         if compiled.predicate is not None:
             builder = builder.with_filter(compiled.predicate)
+    if planner == "auto" and unsupported_reason(table) is None:
+        fast = _plan_append(opts, table, schema, builder.new_scan(), filter_text, compiled)
+        if fast is not None:
+            return fast
+    return _plan_with_pypaimon(opts, table, schema, builder, filter_text, compiled)
+
+
+def _plan_append(opts: PaimonOptions, table: Any, schema: StructType, scan: Any,
+                 filter_text: str | None, compiled: Any) -> ReadPlan | None:
+    """An append table planned by ``paimon.planning`` (None: a file needs pypaimon's split).
+
+    Only plain Parquet/ORC files written in full go native; the first other one hands the
+    whole plan back to pypaimon, whose splits the Python reader needs.
+    """
+    planner = Planner(table, scan)
+    files = planner.live_files()
+    groups: dict[tuple[str, int], NativeGroup] = {}
+    for live in files:
+        e = live.entry
+        fmt = os.path.splitext(e.file_name)[1].lstrip(".").lower()
+        if e.write_cols or fmt not in NATIVE_FORMATS:
+            return None
+        key = (fmt, int(e.schema_id))
+        group = groups.get(key)
+        if group is None:
+            made = _native_group(table, fmt, key[1], live.path)
+            if isinstance(made, str):
+                return None
+            group = groups[key] = made
+        group.paths.append(spark_path(live.path))
+        group.rows += e.row_count
+        group.size += e.file_size
+    snapshot = planner.snapshot.id if planner.snapshot is not None else opts.snapshot_id
+    plan = ReadPlan(opts.table, opts.branch_name, snapshot, schema, opts, filter_text, compiled)
+    plan.native = [g for g in groups.values() if g.paths]
+    return plan
+
+
+def _plan_with_pypaimon(opts: PaimonOptions, table: Any, schema: StructType, builder: Any,
+                        filter_text: str | None, compiled: Any) -> ReadPlan:  # one pass, many cases
     scan_plan = builder.new_scan().plan()
     splits = list(scan_plan.splits())
     snapshot = getattr(scan_plan, "snapshot_id", None)
@@ -219,7 +263,7 @@ def plan_for(opts: PaimonOptions, filter_text: str | None) -> ReadPlan:  # one p
             if reason is None:
                 key = (fmt, int(meta.schema_id))
                 if key not in group_reason:
-                    group = _native_group(table, fmt, int(meta.schema_id), meta)
+                    group = _native_group(table, fmt, int(meta.schema_id), str(meta.physical_path()))
                     group_reason[key] = group if isinstance(group, str) else None
                     if not isinstance(group, str):
                         groups[key] = group
@@ -314,7 +358,7 @@ def _native_type_problem(fmt: str, arrow_type: Any) -> str | None:
     return walk(arrow_type)
 
 
-def _native_group(table: Any, fmt: str, schema_id: int, sample: Any) -> NativeGroup | str:
+def _native_group(table: Any, fmt: str, schema_id: int, sample: str) -> NativeGroup | str:
     """The group for files of ``schema_id`` in ``fmt``, or the reason they go through Python."""
     read_fields = table.table_schema.fields
     file_fields = read_fields if schema_id == table.table_schema.id else _schema_fields(table, schema_id)
@@ -364,20 +408,19 @@ def _exact_cast(source: DataType, target: DataType) -> bool:
     return isinstance(source, TimestampNTZType) and isinstance(target, TimestampNTZType)
 
 
-def _missing_in_file(table: Any, meta: Any, fmt: str, names: list[str | None]) -> list[str]:
+def _missing_in_file(table: Any, path: str, fmt: str, names: list[str | None]) -> list[str]:
     """Partition columns one file of the group lacks (pypaimon writes them; others may not)."""
     wanted = [n for n in names if n]
     if not wanted:
         return []
     try:
-        present = set(_file_columns(table, meta, fmt))
+        present = set(_file_columns(table, path, fmt))
     except Exception:  # noqa: BLE001 - unreadable footer: let the Python reader decide
         return wanted
     return [n for n in wanted if n not in present]
 
 
-def _file_columns(table: Any, meta: Any, fmt: str) -> list[str]:
-    path = meta.physical_path()
+def _file_columns(table: Any, path: str, fmt: str) -> list[str]:
     stream = table.file_io.new_input_stream(path)
     try:
         if fmt == "parquet":
