@@ -350,6 +350,10 @@ def cascade_correction(
     lineage_database: str | None = None,
     spark_conn_id: str = "spark_default",
     allow_location_from_params: bool = False,
+    expectations: Mapping[str, Sequence[Any]] | None = None,
+    approve: bool = False,
+    approval_timeout: Any = None,
+    sensitive_columns: Sequence[str] = (),
 ) -> TaskGroup:
     """Build the cascade's task group in the current DAG; returns it (chain it like a task).
 
@@ -363,6 +367,13 @@ def cascade_correction(
         table without checks is still diffed (the summary lands in XCom).
     :param wait_for_catch_up: a ``SnapshotCatchUpSensor`` after each job reading planned tables.
     :param backup_name: every table's backup branch at publish (default: chosen by the job).
+    :param expectations: ``{"db.table": [rules]}``: declarative rules each table's audit
+        applies to its correction branch first (``BranchAuditOperator(expectations=...)``,
+        docs/publish.md): a violated ``fail`` rule stops the publish, ``drop`` rules move
+        rows to ``<correction>__quarantine``.
+    :param approve: the publish asks a person first, showing every audit's evidence
+        (``approval_timeout``, default 24 h; ``sensitive_columns`` masked in the samples);
+        a rejection or no answer fails it and no main changes.
 
     The templated arguments (``table``, ``snapshot_id``, ``correction``...) may come
     from ``params``: ``"{{ params.snapshot_id }}"``; ``warehouse`` and ``lineage_url``
@@ -374,6 +385,10 @@ def cascade_correction(
     unknown_checks = sorted({_table_name(n) for n in (checks or {})} - set(declared))
     if unknown_checks:
         raise ValueError(f"checks name tables without a job: {', '.join(unknown_checks)}")
+    rules = {_table_name(n): r for n, r in (expectations or {}).items()}
+    unknown_rules = sorted(set(rules) - set(declared))
+    if unknown_rules:
+        raise ValueError(f"expectations name tables without a job: {', '.join(unknown_rules)}")
     lineage = {"lineage_conn_id": lineage_conn_id, "lineage_url": lineage_url, "lineage_database": lineage_database}
     where = {"warehouse": warehouse, "paimon_conn_id": paimon_conn_id}
     opt_in: dict[str, Any] = {"allow_location_from_params": allow_location_from_params}
@@ -412,7 +427,7 @@ entry=plan.output)
             audit = CascadeAuditOperator(
                 task_id=f"audit_{_task_suffix(name)}", cascade_table=name, plan_task_id=plan.task_id,
                 branch=correction, checks=(checks or {}).get(name), spark_conn_id=spark_conn_id,
-                trigger_rule="none_failed", **where, **opt_in,
+                expectations=rules.get(name), trigger_rule="none_failed", **where, **opt_in,
             )
             previous >> audit
             audits.append(audit)
@@ -420,6 +435,7 @@ entry=plan.output)
             task_id="publish",
             tables=f"{{{{ ti.xcom_pull(task_ids='{plan.task_id}', key='{PLAN_XCOM_KEY}')['publish'] | tojson }}}}",
             backup_name=backup_name, spark_conn_id=spark_conn_id, trigger_rule="none_failed",
+            approve=approve, approval_timeout=approval_timeout, sensitive_columns=sensitive_columns,
             **where, **lineage, **opt_in,
         )
         for audit in audits:

@@ -191,6 +191,28 @@ def test_factory_refuses_checks_for_tables_without_jobs():
                            branch_redirects={"a.b": "x"})
 
 
+def test_factory_passes_expectations_to_each_audit_and_the_gate_to_the_publish():
+    from airflow.sdk import DAG
+
+    from airflow_provider_paimon.spark.branch.expectations import expect_row
+
+    rule = expect_row("positive", "amount >= 0", "drop")
+    with DAG("cascade_factory_rules", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        cascade_correction(table="a.b", snapshot_id=1, correction="c", lineage_url="sqlite://",
+                           jobs={"a.b": {"application": "app.py"}, "c.d": {"application": "app.py"}},
+                           expectations={"c.d": [rule]}, approve=True, approval_timeout="2 h",
+                           sensitive_columns=["card"])
+        with pytest.raises(ValueError, match=re.escape("expectations name tables without a job: x.y")):
+            cascade_correction(group_id="other", table="a.b", snapshot_id=1, correction="c",
+                               lineage_url="sqlite://", jobs={"a.b": {"application": "app.py"}},
+                               expectations={"x.y": [rule]})
+    audit = dag.get_task("cascade.audit_c__d")
+    assert audit.expectations == (rule,) and dag.get_task("cascade.audit_a__b").expectations == ()
+    publish = dag.get_task("cascade.publish")
+    assert publish.approve and publish.sensitive_columns == ["card"]
+    assert {"cascade.audit_a__b", "cascade.audit_c__d"} <= publish.upstream_task_ids  # the evidence
+
+
 # ------------------------------------------------------------------ in a real dag.test()
 
 
