@@ -43,6 +43,7 @@ from airflow.sdk import BaseHook
 
 from airflow_provider_paimon.hooks.connection_secrets import check_location, connection_secret_keys
 from airflow_provider_paimon.hooks.secret_masking import register_value
+from airflow_provider_paimon.lineage.meta_options import pypaimon_catalog_options
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
@@ -289,7 +290,7 @@ class PaimonHook(BaseHook):
     @cached_property
     def _catalog(self) -> Any:
         config = self.catalog_config
-        return open_catalog(config.warehouse, config.options)
+        return open_catalog(config.warehouse, pypaimon_catalog_options(config.options))
 
     def get_table(self, table: str, branch: str | None = None) -> Any:
         """The pypaimon table ``db.table`` (on ``branch``); raises a ``PaimonError`` if absent."""
@@ -410,4 +411,4 @@ def resolve_catalog_config(
     if warehouse and not paimon_conn_id:
         return warehouse, dict(warehouse_options or {})
     config = PaimonHook.for_task(warehouse, paimon_conn_id, catalog_options=dict(warehouse_options or {})).catalog_config
-    return config.warehouse, dict(config.options)
+    return config.warehouse, pypaimon_catalog_options(config.options)

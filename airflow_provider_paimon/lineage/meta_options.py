@@ -130,6 +130,21 @@ def has_lineage_proposal_options(options: Mapping[str, Any]) -> bool:
     return any(str(k).lower() in (TABLE_LINEAGE, DATA_LINEAGE, LINEAGE_META) for k in options)
 
 
+def pypaimon_catalog_options(options: Mapping[str, Any]) -> dict[str, str]:
+    """``options`` without the proposal's lineage keys when they turn lineage on.
+
+    The proposal puts its switches and its store (``table-lineage``, ``lineage-meta``,
+    ``jdbc.url``...) among a catalog's options; they are the lineage store's, not
+    pypaimon's (pypaimon's JDBC catalog hands every ``jdbc.*`` option to its driver as a
+    keyword). Whoever merges a connection's or a job's options before opening a catalog
+    calls this; ``paimon.catalog.open_catalog`` itself knows nothing of lineage.
+    """
+    conf = {str(k): str(v) for k, v in options.items()}
+    if not has_lineage_proposal_options(conf):
+        return conf
+    return {k: v for k, v in conf.items() if k.lower() not in LINEAGE_ONLY_KEYS}
+
+
 def lineage_proposal_options(options: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """The proposal's keys among ``options`` (``prefix`` stripped, keys lower-cased)."""
     found: dict[str, str] = {}

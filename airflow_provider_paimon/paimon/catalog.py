@@ -32,7 +32,9 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
     """Return a pypaimon catalog for ``warehouse`` (filesystem metastore by default).
 
     ``options`` are passed to pypaimon unchanged (``metastore=jdbc``/``rest``, ``uri``,
-    credentials, file-system settings); ``warehouse`` wins over an option of that name.
+    credentials, file-system settings): pypaimon's options only, never the lineage
+    proposal's (whoever merges options drops those: ``pypaimon_catalog_options``);
+    ``warehouse`` wins over an option of that name.
     Their secrets (values of credential options, passwords of URL values) are registered
     with the secret policy (``paimon/secrets.py``) here, where they are read.
 
@@ -45,15 +47,9 @@ def open_catalog(warehouse: str, options: dict[str, str] | None = None) -> Any:
             "no warehouse given: set option 'warehouse' (a path or URI such as "
             "'file:///data/warehouse' or 's3://bucket/warehouse')"
         )
+    # pypaimon's options only: callers that merge a connection's options drop the
+    # lineage proposal's keys first (lineage.meta_options.pypaimon_catalog_options)
     conf = {str(k): str(v) for k, v in (options or {}).items()}
-    from airflow_provider_paimon.lineage.meta_options import (
-        LINEAGE_ONLY_KEYS,
-        has_lineage_proposal_options,
-    )
-
-    if has_lineage_proposal_options(conf):  # the lineage proposal's keys are the lineage store's, not pypaimon's
-        # (pypaimon's JDBC catalog hands every jdbc.* option to its driver as a keyword)
-        conf = {k: v for k, v in conf.items() if k.lower() not in LINEAGE_ONLY_KEYS}
     conf["warehouse"] = str(warehouse)
     # where credentials are read: from now on they are masked wherever they would show
     register_secret_options(conf)

@@ -18,7 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_paimon.lineage.meta_options import LINEAGE_ONLY_KEYS, lineage_meta_options
+from airflow_provider_paimon.lineage.meta_options import (
+    lineage_meta_options,
+    pypaimon_catalog_options,
+)
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import is_main, parse_table_name
 from airflow_provider_paimon.paimon.option_values import bool_option, int_option
@@ -289,10 +292,8 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
             "options 'overwrite-partition' and 'overwrite-mode=dynamic' conflict; use one"
         )
     lineage = lineage_meta_options(opts, where="option")
-    if lineage is not None:  # lineage keys go to the lineage store, never to pypaimon
-        opts_for_paimon = {k: v for k, v in opts.items() if k not in LINEAGE_ONLY_KEYS}
-    else:
-        opts_for_paimon = opts
+    # lineage keys go to the lineage store, never to pypaimon
+    opts_for_paimon = pypaimon_catalog_options(opts) if lineage is not None else opts
     split = split_options({k: v for k, v in opts_for_paimon.items() if k != "warehouse" and k not in OWN_OPTIONS})
     _warn_unknown(split.unknown)
     canonical = _canonical_keys()

@@ -70,7 +70,8 @@ def parse_key_values(pairs: list[str], what: str = "option") -> dict[str, str]:
 
 
 def catalog_options(args: argparse.Namespace) -> dict[str, str]:
-    """Catalog options from the command line merged with the secret ones from the env."""
+    """The catalog options to open the job's catalog with: the command line's merged with
+    the connection's from the environment, without the lineage proposal's keys."""
     options = parse_key_values(args.catalog_option, "catalog option")
     raw = os.environ.get(CATALOG_OPTIONS_ENV)
     if raw:
@@ -81,7 +82,9 @@ def catalog_options(args: argparse.Namespace) -> dict[str, str]:
         if not isinstance(secret, dict):
             raise ArgumentError(f"${CATALOG_OPTIONS_ENV} must be a JSON object")
         options.update({str(k): str(v) for k, v in secret.items()})
-    return options
+    from ...lineage.meta_options import pypaimon_catalog_options
+
+    return pypaimon_catalog_options(options)
 
 
 def _write_result_file(record: dict[str, Any]) -> None:
