@@ -21,7 +21,6 @@ from airflow_provider_paimon.operators.base import (
     optional_int,
     optional_str,
 )
-from airflow_provider_paimon.paimon.compaction.where import check_where
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.lsm.options import check_mode
 from airflow_provider_paimon.paimon.names import is_main
@@ -31,6 +30,7 @@ from airflow_provider_paimon.paimon.partitions import (
     parse_partition_values,
     split_partition_text,
 )
+from airflow_provider_paimon.paimon.predicates import check_where
 
 PartitionSpec = Mapping[str, Any] | str
 _POSITIVE_INT_OPTIONS = ("compaction.min.file-num", "compaction.max.file-num")
@@ -135,7 +135,7 @@ class CompactionOperator(PaimonSparkJobOperator):
     :param where: a partition predicate instead of ``partitions`` (templated): partition
         columns compared with literals, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``, joined by
         ``AND``/``OR``/``NOT``; anything else (functions, subqueries, other columns) is
-        refused before submitting (``paimon/compaction/where.py``).
+        refused before submitting (``paimon/predicates.py``).
     :param options: per-run overrides of table options, e.g. ``target-file-size``,
         ``compaction.small-file-ratio``, ``compaction.min.file-num`` (templated).
     :param dry_run: plan and report, commit nothing.

@@ -96,12 +96,12 @@ def _table(spec: tuple) -> Any:
 def where_partition_filter(spark: Any, table: Any, where: str) -> PartitionFilter:
     """The partitions of ``table`` selected by the predicate ``where``.
 
-    ``where`` is parsed against the whitelist of ``paimon.compaction.where`` (partition
+    ``where`` is parsed against the whitelist of ``paimon.predicates`` (partition
     columns compared with literals) and evaluated in Python: it is never handed to
     Spark SQL, which would run anything (``reflect(...)``, subqueries). ``spark`` is
     unused and kept for callers of this signature.
     """
-    from ..paimon.compaction.where import table_partition_types, where_filter
+    from ..paimon.predicates import table_partition_types, where_filter
 
     if not list(table.partition_keys):
         raise InvalidArgumentError(

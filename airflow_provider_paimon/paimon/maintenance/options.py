@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..durations import parse_duration, parse_duration_ms
 from ..errors import InvalidArgumentError
 from ..option_values import parse_bool
 
@@ -44,27 +45,6 @@ DEFAULT_TIME_RETAINED_MS = 3_600_000
 DEFAULT_EXPIRE_LIMIT = 10
 DEFAULT_ORPHAN_AGE_MS = 86_400_000  # Paimon's remove_orphan_files: older than 1 day
 DEFAULT_EXPIRE_TIME_BOUND_MS = 5_000
-
-_UNITS_MS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "m": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-_DURATION = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
-
-
-def parse_duration_ms(text: str, key: str) -> int:
-    """Paimon's duration syntax (``1 h``, ``30min``, ``500 ms``, a bare number = ms)."""
-    match = _DURATION.match(str(text))
-    unit = match.group(2).lower() if match else None
-    if match is None or (unit and unit not in _UNITS_MS):
-        raise InvalidArgumentError(
-            f"{key} {text!r} is not a duration; write e.g. '1 h', '30 min', '10 s' or '500 ms'"
-        )
-    return int(match.group(1)) * _UNITS_MS[unit or "ms"]
-
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -205,6 +185,4 @@ def writer_time_bound_ms(options: dict[str, Any]) -> int:
             f"{name} is {raw!r}; give a duration with a unit, e.g. '5 s' or '500 ms' "
             "(a bare number is ambiguous: Paimon reads milliseconds, this provider's operators seconds)"
         )
-    from ..durations import parse_duration
-
     return int(parse_duration(raw, name, allow_zero=False).total_seconds() * 1000)

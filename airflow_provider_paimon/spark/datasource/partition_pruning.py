@@ -3,7 +3,7 @@
 Spark's pushed filters cannot be used for pruning (see ``reader.py``: Spark reuses
 one query's pruned plan for the next). A predicate given as a read option is part
 of the DataFrame's definition instead, so every query on it reads the same
-partitions. It uses the compaction ``where`` grammar (``paimon/compaction/where.py``:
+partitions. It uses the compaction ``where`` grammar (``paimon/predicates.py``:
 partition columns against literals, ``IN``, ``BETWEEN``, ``IS NULL``, ``AND``/``OR``/
 ``NOT``), parsed and evaluated in Python over each split's partition values, so the
 rows kept are exactly the partitions for which the predicate is true (SQL's
@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_paimon.paimon.compaction.where import (
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.predicates import (
     check_where,
     table_partition_types,
     where_filter,
 )
-from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 
 def check_partition_filter(table: Any, predicate: str, table_name: str) -> None:

@@ -23,7 +23,7 @@ Prints ``PAIMON_RESULT {json}`` with ``files_before``, ``bytes_before``,
 ``expired`` (what the expiry after the commit removed, as the writers expire: the
 table's ``snapshot.*`` retention unless ``write-only=true``; null when nothing went).
 Bad input (unknown table, branch or partition, a table kind neither compaction
-handles, nonsensical options, a ``--where`` outside the whitelist of ``paimon/compaction/where.py``) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
+handles, nonsensical options, a ``--where`` outside the whitelist of ``paimon/predicates.py``) exits 2 with ``PAIMON_ERROR <message>`` before anything is written.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from ...paimon.catalog import load_table, open_catalog
 from ...paimon.compaction.options import CompactionOptions
 from ...paimon.compaction.plan import check_compactable, parse_partition_spec, partition_spec_filter
 from ...paimon.compaction.runner import compact
-from ...paimon.compaction.where import table_partition_types, where_filter
 from ...paimon.errors import InvalidArgumentError
 from ...paimon.lsm.compact import check_lsm_compactable
 from ...paimon.lsm.options import LsmOptions, check_mode
+from ...paimon.predicates import table_partition_types, where_filter
 from .common import (
     ArgumentError,
     catalog_options,

@@ -1,6 +1,6 @@
 """``read_table(filter=...)``: one predicate that prunes files in pypaimon and filters rows in Spark.
 
-The text uses the compaction ``where`` grammar (``paimon/compaction/where.py``:
+The text uses the compaction ``where`` grammar (``paimon/predicates.py``:
 columns against literals, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``, ``AND``/``OR``/
 ``NOT``), here over any top-level column, not only partition columns. Nothing of
 the text reaches a SQL parser: it is parsed once, then
@@ -22,7 +22,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_paimon.paimon.compaction.where import (
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.predicates import (
     Between,
     BoolOp,
     Compare,
@@ -33,7 +34,6 @@ from airflow_provider_paimon.paimon.compaction.where import (
     _type_family,
     check_where,
 )
-from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 _PUSHABLE = {"int": int, "string": str, "date": dt.date}
 _PREDICATE_OPS = {

@@ -1,6 +1,8 @@
-"""The compaction ``where`` filter: a whitelisted predicate over partition columns.
+"""The package's predicate language: a whitelisted predicate over partition columns.
 
-``where`` used to be handed to Spark SQL as it was, so a DAG that templates it from
+One grammar for every place a user writes a partition predicate: compaction's
+``where``, the data source's ``partition-filter`` and ``read_table``'s native filters.
+Compaction's ``where`` used to be handed to Spark SQL as it was, so a DAG that templates it from
 params let anyone who can trigger the DAG run any Spark SQL on the driver
 (``reflect('java.lang.System', 'exit', 1)``, subqueries, ...). Compaction only needs
 to pick partitions, so this module parses a small SQL subset and evaluates it in
@@ -40,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError
+from .errors import InvalidArgumentError
 
 MAX_WHERE_CHARS = 10_000
 #: deepest nesting of parentheses and NOTs (the parser and evaluator recurse per level)

@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
-from airflow_provider_paimon.paimon.compaction.where import check_where, parse_where, where_filter
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.predicates import check_where, parse_where, where_filter
 
 TYPES = {"dt": "DATE", "hr": "INT", "region": "STRING", "ok": "BOOLEAN", "amount": "DECIMAL(10, 2)"}
 PARTS = [
