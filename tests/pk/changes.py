@@ -7,6 +7,7 @@ source's ``partitions`` and executor ``read`` run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_paimon.paimon.stream_scan import StreamOffset, StreamPlanner, StreamScanConfig
@@ -16,8 +17,9 @@ from airflow_provider_paimon.spark.datasource.types import table_spark_schema
 from .scenarios import FIELDS
 
 
-def read_range(table: Any, start: StreamOffset, end: StreamOffset) -> list[tuple]:
-    """``(kind, *FIELDS)`` of every change between two offsets, in the order read."""
+def read_range(table: Any, start: StreamOffset, end: StreamOffset,
+               fields: Sequence[str] = FIELDS) -> list[tuple]:
+    """``(kind, *fields)`` of every change between two offsets, in the order read."""
     planner = StreamPlanner(table, StreamScanConfig(mode="latest"))
     splits = planner.range_splits(start, end)
     if not splits:
@@ -25,7 +27,7 @@ def read_range(table: Any, start: StreamOffset, end: StreamOffset) -> list[tuple
     schema = changelog_schema(table, table_spark_schema(table), "t")
     out = []
     for batch in read_changes(table, schema, splits):
-        columns = [batch.column(name).to_pylist() for name in ["rowkind", *FIELDS]]
+        columns = [batch.column(name).to_pylist() for name in ["rowkind", *fields]]
         out.extend(zip(*columns, strict=True))
     return out
 
