@@ -23,30 +23,15 @@ from __future__ import annotations
 
 import random
 
-import pyarrow as pa
 import pytest
 from independent_reader import rust_rows
 
-from airflow_provider_paimon.paimon.lsm.changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys
-from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 
 from . import tables
 from .changes import changes_of
-from .scenarios import FIELDS, KEYS, SCHEMA, Feed, model_for, seed_for, steps
-
-
-def write(table, rows, prefix: str = "data-test-") -> None:
-    """One commit of ``rows`` as the data source's write tasks make it (raw input changelog)."""
-    builder = table.new_batch_write_builder()
-    writer = use_input_changelog(builder.new_write(), prefix)
-    commit = builder.new_commit()
-    try:
-        writer.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))
-        commit.commit(with_delete_counts(table, writer.prepare_commit()))
-    finally:
-        writer.close()
-        commit.close()
+from .scenarios import FIELDS, KEYS, Feed, model_for, seed_for, steps
+from .tables import write
 
 
 def key_of(row) -> tuple:

@@ -30,7 +30,8 @@ from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys
 
 from . import tables
 from .scenarios import FIELDS, SCHEMA, Feed, model_for, seed_for
-from .test_pk_changelog import input_changes, write
+from .tables import write
+from .test_pk_changelog import input_changes
 
 pytestmark = pytest.mark.spark
 SOURCE = {"read.changelog": "true"}

@@ -27,7 +27,7 @@ from airflow_provider_paimon.paimon.lsm.levels import sorted_runs
 from . import lsm_checks, tables
 from .changes import changes_of
 from .scenarios import Feed, model_for, seed_for, steps
-from .test_pk_changelog import write
+from .tables import write
 
 SMALL = {"num-sorted-run.compaction-trigger": "3", "target-file-size": "2kb"}
 

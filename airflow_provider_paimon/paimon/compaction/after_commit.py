@@ -154,12 +154,17 @@ def compact_after_commit(
             return Decision("not-compactable")
         return stream.after_commit(table, batch_id, snapshot_properties)
     except Exception as err:  # noqa: BLE001 - the commit has landed; never fail it
-        log.warning(
-            "paimon: the commit to %s succeeded, but scheduling its compaction failed (%s: %s); "
-            "the next commit tries again (set write-only=true and schedule CompactionOperator "
-            "to compact it separately)", table_name(table), type(err).__name__, err,
-        )
+        warn_after_commit(table, "scheduling its compaction", err)
         return None
+
+
+def warn_after_commit(table: Any, doing: str, err: BaseException) -> None:
+    """The warning when compaction after a landed commit fails (the write stands)."""
+    log.warning(
+        "paimon: the commit to %s succeeded, but %s failed (%s: %s); the next commit tries "
+        "again (set write-only=true and schedule CompactionOperator to compact it separately)",
+        table_name(table), doing, type(err).__name__, err,
+    )
 
 
 def _start(table: Any, commit_user: str, options: Mapping[str, Any] | None,

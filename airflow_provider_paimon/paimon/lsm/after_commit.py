@@ -119,11 +119,9 @@ def compact_after_write(
     except NotCompactableError as err:
         log.info("paimon: the write to %s does not compact its table (%s)", table_name(table), err)
     except Exception as err:  # noqa: BLE001 - the commit has landed; never fail it
-        log.warning(
-            "paimon: the commit to %s succeeded, but compacting the buckets it wrote failed (%s: %s); "
-            "the next write tries again (set write-only=true and schedule CompactionOperator to "
-            "compact it separately)", table_name(table), type(err).__name__, err,
-        )
+        from ..compaction.after_commit import warn_after_commit
+
+        warn_after_commit(table, "compacting the buckets it wrote", err)
     return None
 
 
