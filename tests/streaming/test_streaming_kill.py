@@ -40,7 +40,7 @@ pytestmark = pytest.mark.spark
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream_job.py")
 
 
-def run_killed(warehouse: str, checkpoint: str, fault: str, *extra: str) -> int:
+def _run(warehouse: str, checkpoint: str, fault: str, *extra: str) -> int:
     """``stream_job.py`` (``extra``: its further arguments) in its own process group, armed with ``fault``."""
     env = dict(os.environ, **{FAULT_ENV: fault})
     proc = subprocess.Popen(
@@ -73,13 +73,13 @@ def test_sigkill_before_and_after_commit_then_restart_is_exactly_once(spark, war
     make_table(warehouse, "db.dst", options=NO_STREAM_COMPACTION)
     checkpoint = str(tmp_path / "ck")
 
-    assert run_killed(warehouse, checkpoint, "before-commit:1") == -signal.SIGKILL
+    assert _run(warehouse, checkpoint, "before-commit:1") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     assert table_ids(dst) == [1, 2]  # batch 0 only
     assert os.path.exists(os.path.join(checkpoint, "paimon-sink", "pending-1"))
     assert data_files_on_disk(dst.table_path) - live_files(dst)  # batch 1's orphans
 
-    assert run_killed(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
+    assert _run(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     assert table_ids(dst) == [1, 2, 3, 4, 5]
     assert not os.path.exists(os.path.join(checkpoint, "commits", "2"))  # Spark never saw it done
