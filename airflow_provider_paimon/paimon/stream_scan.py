@@ -1,4 +1,4 @@
-"""Plan a streaming read of a Paimon append table: which data files each range adds.
+"""Plan a streaming read of a Paimon table: which data or changelog files each range adds.
 
 A streaming reader needs three answers, all pure functions of the table's metadata
 so that a range planned twice (after a crash, on a replayed micro-batch) yields the
@@ -17,6 +17,16 @@ then only the files an OVERWRITE adds are read (documented in docs/streaming.md)
 
 Positions are :class:`StreamOffset` values: ``next_snapshot`` is the first snapshot
 not yet read, exactly the ``nextSnapshot`` Paimon stores for a consumer.
+
+Primary-key tables are read as their changelog, as Paimon's follow-up scanners do: with
+a ``changelog-producer`` (``input``, ``full-compaction``, ``lookup``) every snapshot
+whose changelog manifest lists files (``ChangelogFollowUpScanner``: the writer's
+APPEND snapshots for ``input``, COMPACT ones for ``full-compaction``), else the files
+each APPEND snapshot added (``DeltaFollowUpScanner``, the ``none`` semantics: each
+commit's rows as its writer merged them, retracts included). Those files are read
+unmerged (Paimon's streaming splits), each row with its kind; the full read of a
+start snapshot is the merged table. ``from-file-creation-time`` is refused for them
+(a subset of a bucket's files is no state of the table).
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ SCAN_MODES = (
     "from-file-creation-time",
 )
 _UNSUPPORTED_MODES = {
-    "compacted-full": "it needs a full-compaction changelog, which append tables have not",
+    "compacted-full": "it starts from the latest full compaction, which is not supported here (use latest-full)",
     "incremental": "it is a batch-only mode (use a batch read with incremental-between)",
     "from-creation-timestamp": "use 'from-timestamp' or 'from-file-creation-time'",
 }
@@ -248,13 +258,12 @@ class StreamPlanner:
         from pypaimon.manifest.manifest_file_manager import ManifestFileManager
         from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-        if getattr(table, "is_primary_key_table", False):
-            raise InvalidArgumentError(
-                f"table {table.identifier} has a primary key; streaming reads support "
-                "append tables (no primary key) only"
-            )
         self.table = table
         self.config = config
+        self.primary_keys = bool(getattr(table, "is_primary_key_table", False))
+        self.changelog = False  # read changelog manifests (a primary key with a producer)
+        if self.primary_keys:
+            self.changelog = check_primary_key_stream(table, config) != "none"
         self.snapshots = table.snapshot_manager()
         self._manifest_lists = ManifestListManager(table)
         self._manifests = ManifestFileManager(table)
@@ -299,7 +308,12 @@ class StreamPlanner:
         return None
 
     def is_scannable(self, snap: Any) -> bool:
-        """APPEND snapshots carry new rows; COMPACT never does; OVERWRITE only if asked."""
+        """APPEND snapshots carry new rows; COMPACT never does; OVERWRITE only if asked.
+
+        With a changelog producer: the snapshots whose changelog manifest lists files.
+        """
+        if self.changelog:
+            return bool(snap.changelog_manifest_list)
         if snap.commit_kind == APPEND:
             return True
         return snap.commit_kind == OVERWRITE and self.config.read_overwrite
@@ -405,7 +419,12 @@ class StreamPlanner:
         return position
 
     def _added_file_count(self, snap: Any) -> int:
-        return sum(m.num_added_files for m in self._manifest_lists.read_delta(snap))
+        return sum(m.num_added_files for m in self._delta_manifests(snap))
+
+    def _delta_manifests(self, snap: Any) -> list[Any]:
+        if self.changelog:
+            return list(self._manifest_lists.read_changelog(snap))
+        return list(self._manifest_lists.read_delta(snap))
 
     # ---------------------------------------------------------------- file plans
     def full_entries(self, snapshot_id: int) -> list[Any]:
@@ -422,7 +441,7 @@ class StreamPlanner:
         snap = self.snapshot(snapshot_id)
         if not self.is_scannable(snap):
             return []
-        entries = self._read_entries(self._manifest_lists.read_delta(snap))
+        entries = self._read_entries(self._delta_manifests(snap))
         return [e for e in entries if e.kind == 0]
 
     def range_entries(self, start: StreamOffset, end: StreamOffset) -> list[Any]:
@@ -443,6 +462,45 @@ class StreamPlanner:
         workers = max(1, min(8, os.cpu_count() or 1))
         return list(self._manifests.read_entries_parallel(manifest_files, max_workers=workers))
 
+    def range_splits(self, start: StreamOffset, end: StreamOffset) -> list[Any]:
+        """Read splits of a range: ``splits(range_entries)``; for primary-key tables the
+        full read's splits (merged) first, then each snapshot's changes (unmerged, one
+        split per snapshot and bucket, in commit order)."""
+        snapshot_id = end.consumed_snapshot
+        if not self.primary_keys:
+            return self.splits(self.range_entries(start, end), snapshot_id=snapshot_id)
+        out: list[Any] = []
+        first = end.start_snapshot if end.start_snapshot is not None else start.next_snapshot
+        if end.full_snapshot is not None:
+            out.extend(self._pk_splits(self.full_entries(end.full_snapshot), end.full_snapshot, streaming=False))
+            first = max(first, end.full_snapshot + 1)
+        for sid in range(first, end.next_snapshot):
+            entries = self.delta_entries(sid)
+            buckets: dict[tuple, list[Any]] = {}
+            for e in entries:
+                buckets.setdefault((tuple(e.partition.values), e.bucket), []).append(e)
+            for key in sorted(buckets, key=repr):
+                out.extend(self._pk_splits(buckets[key], sid, streaming=True))
+        return out
+
+    def _pk_splits(self, entries: list[Any], snapshot_id: int, streaming: bool) -> list[Any]:
+        """Primary-key splits: merged (a state) or streaming (changes as written, with retracts)."""
+        from pypaimon.read.scanner.primary_key_table_split_generator import (
+            PrimaryKeyTableSplitGenerator,
+        )
+
+        if not entries:
+            return []
+        options = self.table.options
+        generator = PrimaryKeyTableSplitGenerator(
+            self.table, options.source_split_target_size(), options.source_split_open_file_cost(),
+            deletion_files_map={}, snapshot_id=snapshot_id,
+        )
+        splits = generator.create_splits(entries)
+        for split in splits:
+            split.is_streaming = streaming
+        return splits
+
     def splits(self, entries: Iterable[Any], snapshot_id: int | None = None) -> list[Any]:
         """pypaimon read splits for ``entries`` (packed by the table's split target size)."""
         from pypaimon.read.scanner.append_table_split_generator import AppendTableSplitGenerator
@@ -462,6 +520,25 @@ class StreamPlanner:
         for split in splits:
             split.is_streaming = True
         return splits
+
+
+def check_primary_key_stream(table: Any, config: StreamScanConfig) -> str:
+    """The changelog producer of a primary-key table a stream may read; refusals name why."""
+    from .lsm.changelog import changelog_producer
+
+    producer = changelog_producer(table)
+    if config.mode == "from-file-creation-time":
+        raise InvalidArgumentError(
+            f"scan.mode 'from-file-creation-time' reads the files created after a time; "
+            f"{table.identifier} has a primary key, and a subset of a bucket's files is no "
+            "state of it: use 'from-timestamp' (its changes from then on) or 'latest-full'"
+        )
+    if config.read_overwrite and producer in ("full-compaction", "lookup"):
+        raise InvalidArgumentError(
+            f"streaming-read-overwrite cannot be used with changelog-producer {producer!r} "
+            f"({table.identifier}): it would read changes twice (Paimon refuses it too)"
+        )
+    return producer
 
 
 def _created_at_or_after(file_meta: Any, threshold: int) -> bool:

@@ -36,5 +36,5 @@ def _merge_slot(spec: tuple, target: int, prefix: str, slot: list[tuple[int, byt
     for index, payload in slot:
         u: LsmUnit = pickle.loads(payload)
         new_files = rewrite_unit(table, u.partition, u.bucket, list(u.files), u.output_level,
-                                 u.drop_delete, target, prefix, list(u.older_files))
+                                 u.drop_delete, target, prefix, list(u.older_files), u.changelog)
         yield index, pickle.dumps(new_files)

@@ -58,6 +58,7 @@ OWN_OPTIONS = frozenset(
         # and queryName to a sink)
         "scan.mode",
         "consumer-id",
+        "read.changelog",
         "max-snapshots-per-trigger",
         "max-files-per-trigger",
         "checkpointlocation",

@@ -8,6 +8,7 @@ import pyarrow as pa
 from pypaimon import Schema
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.lsm.changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 
 from .scenarios import KEYS, PARTITION_KEYS, SCHEMA, as_tuples, table_options
@@ -32,10 +33,11 @@ def write(table: Any, rows: list[dict[str, Any]]) -> None:
     """One pypaimon batch commit of ``rows`` (in order).
 
     The files' retract counts are set as Paimon Java's writer sets them (pypaimon 2.1
-    records 0, which makes its own reader show deleted rows: ``lsm.retracts``).
+    records 0, which makes its own reader show deleted rows: ``lsm.retracts``); with
+    ``changelog-producer=input`` the raw rows are the changelog, as Java writes it.
     """
     builder = table.new_batch_write_builder()
-    writer = builder.new_write()
+    writer = use_input_changelog(builder.new_write(), "data-test-")  # as the data source's tasks
     commit = builder.new_commit()
     try:
         writer.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))

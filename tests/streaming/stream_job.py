@@ -1,7 +1,7 @@
 """A paimon -> paimon streaming query in its own process, for the kill tests.
 
-Run as ``python stream_job.py WAREHOUSE CHECKPOINT``. It drains the source with
-``availableNow`` (one source snapshot per micro-batch) into ``db.dst``. The test
+Run as ``python stream_job.py WAREHOUSE CHECKPOINT [SOURCE_OPTIONS_JSON]``. It drains the
+source with ``availableNow`` (one source snapshot per micro-batch) into ``db.dst``. The test
 sets ``PAIMON_STREAMING_FAULT`` to have the sink SIGKILL this whole process group
 (driver, JVM, Python workers) at a chosen point of a chosen batch.
 """
@@ -16,12 +16,14 @@ sys.path.insert(0, ROOT)
 
 
 def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None = None,
-          sink: str = "db.dst", sink_options: dict[str, str] | None = None) -> None:
+          sink: str = "db.dst", sink_options: dict[str, str] | None = None,
+          source_options: dict[str, str] | None = None) -> None:
     """The query: db.src -> db.dst, one source snapshot per micro-batch, availableNow.
 
     The kill test also runs it in its own session for the clean restart. ``options``:
     catalog options (the S3 tests' endpoint and credentials); ``sink_options``: the
-    sink's own (per-query table options such as ``write-only``).
+    sink's own (per-query table options such as ``write-only``); ``source_options`` the
+    source's (``read.changelog`` for a primary-key source).
     """
     df = (
         spark.readStream.format("paimon")
@@ -31,6 +33,7 @@ def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None
         .option("scan.mode", "from-snapshot")
         .option("scan.snapshot-id", "1")
         .option("max-snapshots-per-trigger", "1")
+        .options(**(source_options or {}))
         .load()
     )
     query = (
@@ -49,7 +52,9 @@ def drain(spark, warehouse: str, checkpoint: str, options: dict[str, str] | None
         raise exception
 
 
-def main(warehouse: str, checkpoint: str) -> int:
+def main(warehouse: str, checkpoint: str, source_options: str = "{}") -> int:
+    import json
+
     from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_GROUP_ENV
     from airflow_provider_paimon.spark.session import local_session
 
@@ -59,10 +64,10 @@ def main(warehouse: str, checkpoint: str) -> int:
         master="local[1]",  # the data is tiny: one task slot starts fewer Python workers
         conf={"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m"},
     )
-    drain(spark, warehouse, checkpoint)
+    drain(spark, warehouse, checkpoint, source_options=json.loads(source_options))
     spark.stop()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

@@ -40,10 +40,11 @@ pytestmark = pytest.mark.spark
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream_job.py")
 
 
-def _run(warehouse: str, checkpoint: str, fault: str) -> int:
+def _run(warehouse: str, checkpoint: str, fault: str, *extra: str) -> int:
+    """``stream_job.py`` (``extra``: its further arguments) in its own process group, armed with ``fault``."""
     env = dict(os.environ, **{FAULT_ENV: fault})
     proc = subprocess.Popen(
-        [sys.executable, JOB, warehouse, checkpoint],
+        [sys.executable, JOB, warehouse, checkpoint, *extra],
         env=env,
         start_new_session=True,  # its own process group: the fault kills only the job
         stdout=subprocess.DEVNULL,

@@ -17,9 +17,12 @@ the new snapshots' delta manifests) and never waits for a rewrite.
 Options are the table's, overridable per query (Paimon's dynamic options):
 ``write-only=true`` turns it off; ``target-file-size``,
 ``compaction.small-file-ratio``, ``compaction.min.file-num``,
-``source.split.open-file-cost`` steer it as for ``CompactionOperator``. Tables it
-cannot compact (fixed buckets, primary keys, deletion vectors) are left alone with
-one INFO line per stream.
+``source.split.open-file-cost`` steer it as for ``CompactionOperator``. Primary-key
+tables follow Paimon's writer rules for their LSM tree instead
+(``paimon.lsm.after_commit.LsmStreamCompaction``: universal minor compaction in the
+background, waits only past ``num-sorted-run.stop-trigger``, first-row and full
+compactions waited for). Tables it cannot compact (fixed-bucket append tables,
+deletion vectors) are left alone with one INFO line per stream.
 
 It never fails the write: the commit has landed, so any error is logged and
 ``None`` returned. Streams are kept in a small LRU map, so a long-lived process that
@@ -53,10 +56,13 @@ MAX_STREAMS = 8
 class Decision:
     """What one call did (returned for tests and logs)."""
 
-    action: str  # "off", "not-compactable", "busy", "nothing", "submitted", "refused"
+    # "off", "not-compactable", "busy", "nothing", "submitted", "refused"; primary keys
+    # also "compacted" (the commit waited for it: first-row, full compaction)
+    action: str
     bins: int = 0
     files: int = 0
     small_files: int = 0
+    level0_files: int = 0  # primary-key tables: level-0 files after the decision
 
 
 class StreamCompaction:
@@ -103,7 +109,7 @@ class StreamCompaction:
         return Decision("submitted", len(bins), files, self.coordinator.small_files)
 
 
-_STREAMS: OrderedDict[tuple, StreamCompaction | None] = OrderedDict()
+_STREAMS: OrderedDict[tuple, Any] = OrderedDict()  # StreamCompaction / LsmStreamCompaction / None
 _LOCK = threading.Lock()
 
 
@@ -148,25 +154,34 @@ def compact_after_commit(
             return Decision("not-compactable")
         return stream.after_commit(table, batch_id, snapshot_properties)
     except Exception as err:  # noqa: BLE001 - the commit has landed; never fail it
-        log.warning(
-            "paimon: the commit to %s succeeded, but scheduling its compaction failed (%s: %s); "
-            "the next commit tries again (set write-only=true and schedule CompactionOperator "
-            "to compact it separately)", table_name(table), type(err).__name__, err,
-        )
+        warn_after_commit(table, "scheduling its compaction", err)
         return None
 
 
+def warn_after_commit(table: Any, doing: str, err: BaseException) -> None:
+    """The warning when compaction after a landed commit fails (the write stands)."""
+    log.warning(
+        "paimon: the commit to %s succeeded, but %s failed (%s: %s); the next commit tries "
+        "again (set write-only=true and schedule CompactionOperator to compact it separately)",
+        table_name(table), doing, type(err).__name__, err,
+    )
+
+
 def _start(table: Any, commit_user: str, options: Mapping[str, Any] | None,
-           pending: PendingStore | None, fault: Fault | None) -> StreamCompaction | None:
-    compaction_options = CompactionOptions.from_table(table, options)
+           pending: PendingStore | None, fault: Fault | None) -> Any:
     try:
+        if table.is_primary_key_table:  # Paimon's writer rules for the LSM tree
+            from ..lsm.after_commit import LsmStreamCompaction
+
+            return LsmStreamCompaction(table, options, commit_user, pending, fault)
+        compaction_options = CompactionOptions.from_table(table, options)
         return StreamCompaction(table, compaction_options, commit_user, pending, fault)
     except NotCompactableError as err:
         log.info("paimon: the stream into %s does not compact its table (%s)", table_name(table), err)
         return None
 
 
-def stream_compaction(stream_key: tuple) -> StreamCompaction | None:
+def stream_compaction(stream_key: tuple) -> Any:
     """The stream's compaction state in this process (tests, benchmarks)."""
     with _LOCK:
         return _STREAMS.get(stream_key)

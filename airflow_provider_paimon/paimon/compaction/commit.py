@@ -10,7 +10,10 @@ pypaimon's manifest, manifest-list and snapshot-commit writers, in Paimon's layo
   based on (``paimon.manifests.merge_manifests``: its live ADD entries only, as Paimon
   Java's manifest full compaction writes them), so planners read a few manifests
   instead of one per past commit;
-- a snapshot with ``commitKind`` COMPACT and an unchanged total record count.
+- a snapshot with ``commitKind`` COMPACT and an unchanged total record count;
+- when the changes carry changelog files (a primary-key table's full-compaction
+  changelog), a changelog manifest list naming them, as Paimon Java's compaction
+  commit writes it.
 
 The commit is based on the latest snapshot *at commit time*, never the planning one,
 so appends committed while the rewrite ran are kept. Before writing anything it
@@ -70,6 +73,8 @@ class CompactChange:
     total_buckets: int
     before: list = field(default_factory=list)
     after: list = field(default_factory=list)
+    # changelog files the compaction produced (primary keys, changelog-producer=full-compaction)
+    changelog: list = field(default_factory=list)
 
 
 def commit_compaction(
@@ -114,6 +119,7 @@ def commit_compaction(
     record_delta = sum(f.row_count for c in changes for f in c.after) - sum(
         f.row_count for c in changes for f in c.before)
     entries = _entries(table, changes)
+    changelog_entries = _changelog_entries(table, changes)
     manifest_files = ManifestFileManager(table)
     manifest_lists = ManifestListManager(table)
     snapshot_manager = table.snapshot_manager()
@@ -132,12 +138,20 @@ def commit_compaction(
         unique = uuid.uuid4()
         base_list = f"manifest-list-{unique}-0"
         delta_list = f"manifest-list-{unique}-1"
+        changelog_list = f"manifest-list-{unique}-changelog" if changelog_entries else None
         written_manifests: list[str] = []
         try:
             metas = manifest_files.rolling_write(
                 entries, table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}"
             )
             written_manifests = [m.file_name for m in metas]
+            changelog_size = None
+            if changelog_list is not None:
+                changelog_metas = manifest_files.rolling_write(
+                    changelog_entries, table.options.manifest_target_size(), f"manifest-{uuid.uuid4()}-changelog"
+                )
+                written_manifests += [m.file_name for m in changelog_metas]
+                changelog_size = manifest_lists.write(changelog_list, changelog_metas)
             base_before = manifest_lists.read_all(latest)
             merged = merge_manifests(table, base_before)
             written_manifests += merged.written
@@ -151,10 +165,13 @@ def commit_compaction(
                 # The newer of the schema we wrote with and the one at commit time.
                 schema_id=max(table.table_schema.id, latest.schema_id),
                 record_delta=record_delta,
+                changelog=(changelog_list, changelog_size,
+                           sum(e.file.row_count for e in changelog_entries) if changelog_list else None),
             )
             statistics = _partition_statistics(table, changes)
         except BaseException:
-            _delete_manifests(table, manifest_lists, written_manifests, [base_list, delta_list])
+            _delete_manifests(table, manifest_lists, written_manifests,
+                              [n for n in (base_list, delta_list, changelog_list) if n])
             raise
 
         snapshot_commit = table.new_snapshot_commit()
@@ -180,7 +197,8 @@ def commit_compaction(
             return snapshot
         log.info("snapshot %d of %s was taken by another commit; retrying (%d)",
                  snapshot.id, table_name(table), attempt + 1)
-        _delete_manifests(table, manifest_lists, written_manifests, [base_list, delta_list])
+        _delete_manifests(table, manifest_lists, written_manifests,
+                          [n for n in (base_list, delta_list, changelog_list) if n])
     raise ConcurrentModificationError(
         f"could not commit compaction of {table_name(table)}: another writer took the next "
         f"snapshot id {max_rename_attempts} times in a row"
@@ -189,10 +207,12 @@ def commit_compaction(
 
 def compact_snapshot(latest: Any, base_list: str, base_size: int, delta_list: str, delta_size: int,
                      commit_user: str, commit_identifier: int, properties: dict[str, str] | None,
-                     schema_id: int, record_delta: int = 0) -> Snapshot:
+                     schema_id: int, record_delta: int = 0,
+                     changelog: tuple[str | None, int | None, int | None] = (None, None, None)) -> Snapshot:
     """The COMPACT snapshot after ``latest``: same watermark and index; the record count
     changes by ``record_delta`` (0 for append compaction; a primary-key compaction that
-    merged versions or dropped retracts changes it)."""
+    merged versions or dropped retracts changes it); ``changelog`` is the changelog
+    manifest list, its size and record count (a ``full-compaction`` changelog producer)."""
     return Snapshot(
         version=3,
         id=latest.id + 1,
@@ -201,9 +221,9 @@ def compact_snapshot(latest: Any, base_list: str, base_size: int, delta_list: st
         base_manifest_list_size=base_size,
         delta_manifest_list=delta_list,
         delta_manifest_list_size=delta_size,
-        changelog_manifest_list=None,
-        changelog_manifest_list_size=None,
-        changelog_record_count=None,
+        changelog_manifest_list=changelog[0],
+        changelog_manifest_list_size=changelog[1],
+        changelog_record_count=changelog[2],
         total_record_count=(latest.total_record_count or 0) + record_delta,
         delta_record_count=record_delta,
         commit_user=commit_user,
@@ -244,6 +264,16 @@ def _entries(table: Any, changes: list[CompactChange]) -> list[ManifestEntry]:
             out.append(ManifestEntry(kind=KIND_ADD, partition=partition, bucket=c.bucket,
                                      total_buckets=c.total_buckets, file=f))
     return out
+
+
+def _changelog_entries(table: Any, changes: list[CompactChange]) -> list[ManifestEntry]:
+    """ADD entries of the changes' changelog files (the snapshot's changelog manifest)."""
+    fields = table.partition_keys_fields
+    return [
+        ManifestEntry(kind=KIND_ADD, partition=GenericRow(list(c.partition), fields), bucket=c.bucket,
+                      total_buckets=c.total_buckets, file=f)
+        for c in changes for f in c.changelog
+    ]
 
 
 def _check_still_alive(table: Any, scanner: Any, latest: Any, entries: list[ManifestEntry]) -> None:

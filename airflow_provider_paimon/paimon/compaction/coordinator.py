@@ -57,27 +57,24 @@ class _Slot:
     total_buckets: int
 
 
-class CompactCoordinator:
-    """Live small files per (partition, bucket) of one table, updated from commit deltas."""
+class SnapshotView:
+    """Files per (partition, bucket) of one table's latest snapshot, updated from commit deltas.
 
-    def __init__(
-        self, table: Any, options: CompactionOptions, max_catch_up: int = DEFAULT_MAX_CATCH_UP
-    ) -> None:
-        check_compactable(table)
-        if table.bucket_mode() != BucketMode.BUCKET_UNAWARE:
-            raise NotCompactableError(
-                f"{table_name(table)} has fixed buckets; a streaming writer's coordinator only "
-                "compacts append tables without buckets (bucket = -1): compact it with "
-                "CompactionOperator and set write-only=true on the stream"
-            )
+    Subclasses say which files they keep (``_keep``); the view is seeded by one scan
+    and then follows the table snapshot by snapshot.
+    """
+
+    def __init__(self, table: Any, max_catch_up: int = DEFAULT_MAX_CATCH_UP) -> None:
         self.table = table
-        self.options = options
         self.max_catch_up = max_catch_up
         self.snapshot_id: int | None = None  # newest snapshot applied to the view
         self.scans = 0  # full scans made (seed + re-seeds)
         self.deltas = 0  # snapshot deltas applied
         self._files: dict[tuple, dict[str, _Slot]] = {}  # (partition, bucket) -> name -> slot
         self._reserved: set[tuple] = set()  # (partition, bucket, file name) handed to a worker
+
+    def _keep(self, file: Any) -> bool:
+        return True
 
     # -- following the table ----------------------------------------------------
 
@@ -131,7 +128,7 @@ class CompactCoordinator:
         self.deltas += 1
 
     def _add(self, entry: Any) -> None:
-        if not _is_candidate(entry.file, self.options):
+        if not self._keep(entry.file):
             return
         key = (tuple(entry.partition.values), entry.bucket)
         self._files.setdefault(key, {})[entry.file.file_name] = _Slot(entry.file, entry.total_buckets)
@@ -145,6 +142,43 @@ class CompactCoordinator:
         self._reserved.discard((*key, entry.file.file_name))
         if not files:
             del self._files[key]
+
+    def bucket_files(self) -> dict[tuple, list[Any]]:
+        """(partition, bucket) -> the view's files there."""
+        return {key: [s.file for s in slots.values()] for key, slots in self._files.items()}
+
+    def total_buckets(self) -> dict[tuple, int]:
+        return {key: next(iter(slots.values())).total_buckets for key, slots in self._files.items() if slots}
+
+    def reserve(self, bins: list[CompactionBin]) -> None:
+        """Files of ``bins`` are being rewritten: do not plan them again."""
+        for b in bins:
+            self._reserved.update((b.partition, b.bucket, f.file_name) for f in b.files)
+
+    def release(self, bins: list[CompactionBin]) -> None:
+        """A worker gave ``bins`` up (or its commit is applied): plan them again if still small."""
+        for b in bins:
+            self._reserved.difference_update((b.partition, b.bucket, f.file_name) for f in b.files)
+
+
+class CompactCoordinator(SnapshotView):
+    """Live small files per (partition, bucket) of one table, updated from commit deltas."""
+
+    def __init__(
+        self, table: Any, options: CompactionOptions, max_catch_up: int = DEFAULT_MAX_CATCH_UP
+    ) -> None:
+        check_compactable(table)
+        if table.bucket_mode() != BucketMode.BUCKET_UNAWARE:
+            raise NotCompactableError(
+                f"{table_name(table)} has fixed buckets; a streaming writer's coordinator only "
+                "compacts append tables without buckets (bucket = -1): compact it with "
+                "CompactionOperator and set write-only=true on the stream"
+            )
+        super().__init__(table, max_catch_up)
+        self.options = options
+
+    def _keep(self, file: Any) -> bool:
+        return _is_candidate(file, self.options)
 
     # -- deciding ------------------------------------------------------------------
 
@@ -161,16 +195,6 @@ class CompactCoordinator:
                 bins.append(CompactionBin(partition=key[0], bucket=key[1],
                                           total_buckets=total_buckets, files=tuple(files)))
         return bins
-
-    def reserve(self, bins: list[CompactionBin]) -> None:
-        """Files of ``bins`` are being rewritten: do not plan them again."""
-        for b in bins:
-            self._reserved.update((b.partition, b.bucket, f.file_name) for f in b.files)
-
-    def release(self, bins: list[CompactionBin]) -> None:
-        """A worker gave ``bins`` up (or its commit is applied): plan them again if still small."""
-        for b in bins:
-            self._reserved.difference_update((b.partition, b.bucket, f.file_name) for f in b.files)
 
     # -- inspection (tests, logs) ------------------------------------------------
 

@@ -47,7 +47,6 @@ from ..errors import ConcurrentModificationError
 from .commit import CompactChange, commit_compaction
 from .coordinator import KIND_ADD, delta_entries
 from .errors import CompactionConflictError
-from .options import CompactionOptions
 from .plan import CompactionBin
 from .rewrite import delete_files
 from .runner import BinRewriter, _base_name, _delete_attempt_files, rewrite_bins_locally
@@ -86,6 +85,8 @@ class CompactJob:
     # snapshot properties of the stream's commit (the Airflow run and Spark app,
     # ``paimon.commit_properties``): the COMPACT snapshot names the same run
     properties: dict[str, str] = field(default_factory=dict)
+    # primary-key tables: the LSM units behind ``bins`` (``paimon.lsm.compact.LsmUnit``)
+    units: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +107,7 @@ class CompactWorker:
 
     def __init__(
         self,
-        options: CompactionOptions,
+        options: Any,
         commit_user: str,
         *,
         rewriter: Callable[[Any], BinRewriter] = rewrite_bins_locally,
@@ -199,40 +200,32 @@ class CompactWorker:
         result = JobResult(job, files_before=sum(b.file_count for b in job.bins))
         prefix = f"data-compact-{uuid.uuid4().hex[:12]}-"
         base = latest_snapshot(table)
-        record = {"prefix": prefix, "base_snapshot": base.id if base else 0,
+        record = {"prefix": prefix, "prefixes": self._prefixes(prefix), "base_snapshot": base.id if base else 0,
                   "folders": _folders(table, job.bins), "host": socket.gethostname(), "pid": os.getpid()}
         if self.pending is not None:
             self.pending.write(record)
         bins = list(job.bins)
         try:
-            new_files = self.rewriter(table)(bins, self.options.target_file_size, prefix)
-            changes = [
-                CompactChange(b.partition, b.bucket, b.total_buckets, list(b.files), list(after))
-                for b, after in zip(bins, new_files, strict=True)
-            ]
+            changes = self._rewrite(table, job, prefix)
             if self.fault is not None:
                 self.fault("compact-before-commit", job.batch_id)
             snapshot = None
             for attempt in range(self.max_retries + 1):
                 try:
-                    snapshot = commit_compaction(
-                        table, changes, commit_user=self.commit_user,
-                        properties={**job.properties, ATTEMPT_PROPERTY: prefix},
-                        max_rename_attempts=RENAME_ATTEMPTS,
-                    )
+                    snapshot = self._commit(table, changes, {**job.properties, ATTEMPT_PROPERTY: prefix})
                     break
                 except CompactionConflictError as err:
                     changes, dropped = _still_alive(table, changes)
                     result.bins_given_up += len(dropped)
                     for c in dropped:
-                        delete_files(table, c.partition, c.bucket, c.after)
+                        delete_files(table, c.partition, c.bucket, [*c.after, *c.changelog])
                     log.info("paimon stream compaction of %s conflicted (%s); %d bin(s) given up, "
                              "%d left (attempt %d)", table_name(table), err, len(dropped),
                              len(changes), attempt + 1)
                     if not changes:
                         break
             if snapshot is None:
-                _delete_attempt_files(table, bins, prefix, keep=set())
+                self._delete_attempt(table, bins, prefix, set())
                 if self.pending is not None:
                     self.pending.clear(record)
                 result.error = None if not changes else "conflicts on every attempt"
@@ -246,14 +239,14 @@ class CompactWorker:
             if landed is None or landed:
                 log.warning("paimon stream compaction of %s: %s", table_name(table), err)
             else:
-                _delete_attempt_files(table, bins, prefix, keep=set())
+                self._delete_attempt(table, bins, prefix, set())
                 if self.pending is not None:
                     self.pending.clear(record)
                 log.info("paimon stream compaction of %s gave up: %s", table_name(table), err)
             result.error = str(err)
             return _done(result, started)
         except BaseException as err:  # noqa: BLE001 - logged and returned: the stream goes on
-            _delete_attempt_files(table, bins, prefix, keep=set())
+            self._delete_attempt(table, bins, prefix, set())
             if self.pending is not None:
                 self.pending.clear(record)
             log.warning(
@@ -263,19 +256,42 @@ class CompactWorker:
             )
             result.error = f"{type(err).__name__}: {err}"
             return _done(result, started)
-        committed = {f.file_name for c in changes for f in c.after}
-        _delete_attempt_files(table, bins, prefix, keep=committed)
+        committed = {f.file_name for c in changes for f in (*c.after, *c.changelog)}
+        self._delete_attempt(table, bins, prefix, committed)
         if self.pending is not None:
             self.pending.clear(record)
         result.committed = True
         result.snapshot_id = snapshot.id
         result.files_before = sum(len(c.before) for c in changes)
-        result.files_after = len(committed)
+        result.files_after = sum(len(c.after) for c in changes)
         _done(result, started)
         log.info("paimon stream compaction of %s: %d files into %d (COMPACT snapshot %d) in %.2f s",
                  table_name(table), result.files_before, result.files_after, snapshot.id,
                  result.duration_s)
         return result
+
+
+    # -- what a job does (primary-key tables override these: ``paimon.lsm.stream``) --
+
+    def _rewrite(self, table: Any, job: CompactJob, prefix: str) -> list[CompactChange]:
+        bins = list(job.bins)
+        new_files = self.rewriter(table)(bins, self.options.target_file_size, prefix)
+        return [
+            CompactChange(b.partition, b.bucket, b.total_buckets, list(b.files), list(after))
+            for b, after in zip(bins, new_files, strict=True)
+        ]
+
+    def _commit(self, table: Any, changes: list[CompactChange], properties: dict[str, str]) -> Any:
+        return commit_compaction(table, changes, commit_user=self.commit_user, properties=properties,
+                                 max_rename_attempts=RENAME_ATTEMPTS)
+
+    def _prefixes(self, prefix: str) -> list[str]:
+        """The name prefixes of every file a job with ``prefix`` writes."""
+        return [prefix]
+
+    def _delete_attempt(self, table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
+        for name_prefix in self._prefixes(prefix):
+            _delete_attempt_files(table, bins, name_prefix, keep=keep)
 
 
 def _done(result: JobResult, started: float) -> JobResult:
@@ -343,6 +359,7 @@ def _owner_alive(record: dict[str, Any]) -> bool:
 
 def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> str:
     prefix = str(record["prefix"])
+    prefixes = tuple(str(p) for p in record.get("prefixes") or [prefix])
     snapshot = find_job_snapshot(table, int(record.get("base_snapshot") or 0), prefix)
     keep: set[str] | None
     if snapshot is None:
@@ -351,6 +368,7 @@ def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> s
         keep = set()
     else:
         keep = {e.file.file_name for e in delta_entries(table, snapshot) if e.kind == KIND_ADD}
+        keep |= changelog_file_names(table, snapshot)
     if keep is None:
         log.info("paimon stream compaction: cannot tell whether job %s of %s committed (its "
                  "snapshots expired); its files are left to remove_orphan_files", prefix, table_name(table))
@@ -365,13 +383,24 @@ def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> s
             continue
         for status in statuses:
             name = _base_name(status)
-            if name.startswith(prefix) and name not in keep:
+            if name.startswith(prefixes) and name not in keep:
                 file_io.delete_quietly(f"{folder}/{name}")
                 deleted += 1
     pending.clear(record)
     log.info("paimon stream compaction: job %s of %s was %s; deleted %d leftover file(s)",
              prefix, table_name(table), "committed" if keep else "never committed", deleted)
     return "committed" if keep else f"deleted {deleted}"
+
+
+def changelog_file_names(table: Any, snapshot: Any) -> set[str]:
+    """Names of the changelog files ``snapshot``'s changelog manifest lists (none: empty)."""
+    if not snapshot.changelog_manifest_list:
+        return set()
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    metas = ManifestListManager(table).read_changelog(snapshot)
+    return {e.file.file_name for e in ManifestFileManager(table).read_entries_parallel(metas)}
 
 
 def find_job_snapshot(table: Any, base_snapshot: int, prefix: str) -> Any:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,7 @@ from ..compaction.scan import latest_snapshot, live_entries, partition_dict, tab
 from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..maintenance.after_commit import check_write_options
 from ..snapshots import table_branch
+from .changelog import LOOKUP_REFUSAL, changelog_prefix, changelog_producer, is_changelog_file
 from .levels import non_empty_highest_level, number_of_levels, overlapping, sorted_runs
 from .options import LsmOptions, check_mode
 from .rewrite import rewrite_unit
@@ -71,6 +72,8 @@ class LsmUnit:
     drop_delete: bool
     # first-row: keys of these (older, not merged) files must not be written again
     older_files: tuple = ()
+    # changelog-producer=full-compaction and output at the top level: emit the changes
+    changelog: bool = False
 
     @property
     def bin(self) -> CompactionBin:
@@ -79,7 +82,7 @@ class LsmUnit:
     def describe(self, partition_keys: list[str]) -> dict[str, Any]:
         out = self.bin.describe(partition_keys)
         out.update(output_level=self.output_level, drop_delete=self.drop_delete,
-                   levels=sorted({f.level for f in self.files}))
+                   levels=sorted({f.level for f in self.files}), changelog=self.changelog)
         return out
 
 
@@ -132,6 +135,8 @@ def check_lsm_compactable(table: Any) -> None:
             f"{name} cannot be compacted here: pypaimon 2.1, whose merge functions and file "
             f"format this compaction uses, refuses the table: {err}"
         ) from None
+    if changelog_producer(table) == "lookup":
+        raise NotCompactableError(f"{name} cannot be compacted here: {LOOKUP_REFUSAL}")
     if table.options.deletion_vectors_enabled():
         raise NotCompactableError(
             f"{name} has deletion vectors enabled: compacting it needs Paimon's lookup "
@@ -146,26 +151,46 @@ def check_lsm_compactable(table: Any) -> None:
 
 
 def plan_lsm_compaction(table: Any, mode: str, options: LsmOptions,
-                        partition_filter: PartitionFilter | None = None, snapshot: Any = None) -> LsmPlan:
-    """The units to merge in ``table``'s latest snapshot (or ``snapshot``)."""
+                        partition_filter: PartitionFilter | None = None, snapshot: Any = None,
+                        buckets: Collection[tuple[tuple, int]] | None = None) -> LsmPlan:
+    """The units to merge in ``table``'s latest snapshot (or ``snapshot``).
+
+    ``buckets``: only these ``(partition values, bucket)`` (a writer compacts what it wrote).
+    """
     mode = check_mode(mode)
     check_lsm_compactable(table)
     snap = snapshot if snapshot is not None else latest_snapshot(table)
     plan = LsmPlan(snap.id if snap is not None else None, mode, options, list(table.partition_keys))
+    wanted = None if buckets is None else {(tuple(p), int(b)) for p, b in buckets}
     groups: dict[tuple, list[Any]] = {}
     total: dict[tuple, int] = {}
     for entry in live_entries(table, snap):
         partition = tuple(entry.partition.values)
+        key = (partition, entry.bucket)
+        if wanted is not None and key not in wanted:
+            continue
         if partition_filter is not None and not partition_filter(partition_dict(table, partition)):
             continue
         plan.files_scanned += 1
-        key = (partition, entry.bucket)
         groups.setdefault(key, []).append(entry.file)
         total[key] = entry.total_buckets
+    plan.buckets = len(groups)
+    plan.units = plan_units(table, groups, total, mode, options)
+    return plan
+
+
+def plan_units(table: Any, groups: Mapping[tuple, list[Any]], total_buckets: Mapping[tuple, int],
+               mode: str, options: LsmOptions) -> list[LsmUnit]:
+    """One unit per bucket of ``groups`` (``(partition, bucket)`` -> its live files) that needs one.
+
+    ``full``: every run to the top level; ``minor``: Paimon's universal picker (first-row
+    tables: ``ForceUpLevel0Compaction``).
+    """
     first_row = table.options.merge_engine().value == "first-row"
+    full_changelog = changelog_producer(table) == "full-compaction"
+    units = []
     for key in sorted(groups, key=lambda k: (tuple("" if v is None else str(v) for v in k[0]), k[1])):
         files = groups[key]
-        plan.buckets += 1
         num_levels = number_of_levels(files, options.levels)
         runs = sorted_runs(files)
         unit: CompactUnit | None
@@ -179,12 +204,29 @@ def plan_lsm_compaction(table: Any, mode: str, options: LsmOptions,
         picked = {f.file_name for f in unit.files}
         rest = [f for f in files if f.file_name not in picked]
         drop_delete = unit.output_level != 0 and unit.output_level >= non_empty_highest_level(files)
-        plan.units.append(LsmUnit(
-            partition=key[0], bucket=key[1], total_buckets=total[key], files=tuple(unit.files),
+        units.append(LsmUnit(
+            partition=key[0], bucket=key[1], total_buckets=total_buckets[key], files=tuple(unit.files),
             output_level=unit.output_level, drop_delete=drop_delete,
             older_files=tuple(rest) if first_row else (),
+            changelog=full_changelog and unit.output_level == num_levels - 1,
         ))
-    return plan
+    return units
+
+
+def unit_changes(units: list[LsmUnit], outputs: list[list[Any]]) -> list[CompactChange]:
+    """The commit's changes: each unit's files out, its new data files in, its changelog files."""
+    changes = []
+    for u, written in zip(units, outputs, strict=True):
+        data = [f for f in written if not is_changelog_file(f)]
+        logs = [f for f in written if is_changelog_file(f)]
+        changes.append(CompactChange(u.partition, u.bucket, u.total_buckets, list(u.files), data, logs))
+    return changes
+
+
+def delete_unit_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
+    """Files of an attempt (data and changelog, by prefix) in the bins' folders, except ``keep``."""
+    _delete_attempt_files(table, bins, prefix, keep=keep)
+    _delete_attempt_files(table, bins, changelog_prefix(prefix), keep=keep)
 
 
 def rewrite_units_locally(table: Any) -> UnitRewriter:
@@ -193,7 +235,7 @@ def rewrite_units_locally(table: Any) -> UnitRewriter:
     def rewrite(units: list[LsmUnit], target: int, prefix: str) -> list[list[Any]]:
         return [
             rewrite_unit(table, u.partition, u.bucket, list(u.files), u.output_level, u.drop_delete,
-                         target, prefix, list(u.older_files))
+                         target, prefix, list(u.older_files), u.changelog)
             for u in units
         ]
 
@@ -241,12 +283,15 @@ def compact_primary_keys(
     before_commit: Callable[[int], None] | None = None,
     run_options: Mapping[str, Any] | None = None,
     snapshot_properties: Mapping[str, str] | None = None,
+    buckets: Collection[tuple[tuple, int]] | None = None,
+    expire: bool = True,
 ) -> CompactionResult:
     """Compact primary-key ``table`` (loaded on its branch) and return what happened.
 
     Same contract as ``compaction.runner.compact`` (retries, hook, expiry after the
-    commit, snapshot properties); ``mode`` is ``full`` or ``minor``; ``options``
-    default to the table's (``run_options`` override them).
+    commit unless ``expire`` is false, snapshot properties); ``mode`` is ``full`` or
+    ``minor``; ``options`` default to the table's (``run_options`` override them);
+    ``buckets`` limits it to those ``(partition values, bucket)``.
     """
     mode = check_mode(mode)
     if max_retries < 0:
@@ -264,7 +309,7 @@ def compact_primary_keys(
         attempt += 1
         result.attempts = attempt
         mark = time.monotonic()
-        plan = plan_lsm_compaction(table, mode, options, partition_filter)
+        plan = plan_lsm_compaction(table, mode, options, partition_filter, buckets=buckets)
         _fill(result, plan)
         result.extra["plan_s"] = round(time.monotonic() - mark, 3)
         if not plan.units:
@@ -281,10 +326,7 @@ def compact_primary_keys(
             new_files = rewriter(plan.units, options.target_file_size, prefix)
             result.extra["rewrite_s"] = round(time.monotonic() - mark, 3)
             faults.check(FAULT_AFTER_REWRITE)
-            changes = [
-                CompactChange(u.partition, u.bucket, u.total_buckets, list(u.files), list(after))
-                for u, after in zip(plan.units, new_files, strict=True)
-            ]
+            changes = unit_changes(plan.units, new_files)
             if before_commit is not None:
                 before_commit(attempt)
             mark = time.monotonic()
@@ -295,7 +337,7 @@ def compact_primary_keys(
             )
             result.extra["commit_s"] = round(time.monotonic() - mark, 3)
         except CompactionConflictError as err:
-            _delete_attempt_files(table, bins, prefix, keep=set())
+            delete_unit_files(table, bins, prefix, keep=set())
             if attempt > max_retries:
                 raise ConcurrentModificationError(
                     f"compaction of {table_name(table)} gave up after {attempt} attempts: {err}"
@@ -305,22 +347,23 @@ def compact_primary_keys(
         except ConcurrentModificationError:
             raise  # uncertain commit outcome: keep the files
         except BaseException:
-            _delete_attempt_files(table, bins, prefix, keep=set())
+            delete_unit_files(table, bins, prefix, keep=set())
             raise
-        committed = {f.file_name for c in changes for f in c.after}
-        _delete_attempt_files(table, bins, prefix, keep=committed)  # duplicate task attempts
+        committed = {f.file_name for c in changes for f in (*c.after, *c.changelog)}
+        delete_unit_files(table, bins, prefix, keep=committed)  # duplicate task attempts
         result.snapshot_id = snapshot.id
         result.committed = True
         result.files_after = sum(len(c.after) for c in changes)
         result.bytes_after = sum(f.file_size for c in changes for f in c.after)
         result.extra["rows_before"] = sum(f.row_count for c in changes for f in c.before)
         result.extra["rows_after"] = sum(f.row_count for c in changes for f in c.after)
+        result.extra["changelog_rows"] = sum(f.row_count for c in changes for f in c.changelog)
         result.message = (
             f"{mode} compaction merged {result.files_before} files into {result.files_after} "
             f"in {len(plan.units)} buckets (snapshot {snapshot.id})"
         )
         break
-    result.extra["expired"] = _expire(table, branch, run_options, result) if result.committed else None
+    result.extra["expired"] = _expire(table, branch, run_options, result) if result.committed and expire else None
     result.duration_s = time.monotonic() - started
     return result
 

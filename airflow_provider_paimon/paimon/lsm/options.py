@@ -8,7 +8,15 @@
   hold more than this percentage of its size, everything is merged (full compaction);
 - ``compaction.size-ratio`` (1): a run joins the candidates when they are, with this
   percentage of slack, at least as large as it;
-- ``target-file-size`` (primary-key tables: 128 mb): the size of the merged files.
+- ``target-file-size`` (primary-key tables: 128 mb): the size of the merged files;
+- ``num-sorted-run.stop-trigger`` (the compaction trigger + 3, never below it): a
+  writer whose bucket holds more sorted runs waits for the running compaction
+  (Paimon's ``MergeTreeWriter``: the only backpressure compaction puts on writes);
+- ``full-compaction.delta-commits`` (unset): writers fully compact the buckets they
+  wrote every so many commits (a batch write: at each commit when it is above 0);
+- ``changelog-producer`` (``none``): ``input`` and ``full-compaction`` are produced here
+  (``changelog``), ``lookup`` is not; ``changelog-producer.row-deduplicate`` (false)
+  drops ``-U``/``+U`` pairs of equal values from a full-compaction changelog.
 
 Modes: ``full`` merges every sorted run of a bucket into one run at the top level
 (Paimon's full compaction, as its ``compact`` procedure does for primary-key tables);
@@ -32,7 +40,9 @@ TRIGGER = "num-sorted-run.compaction-trigger"
 MAX_SIZE_AMP = "compaction.max-size-amplification-percent"
 SIZE_RATIO = "compaction.size-ratio"
 TARGET_FILE_SIZE = "target-file-size"
-KEYS = (NUM_LEVELS, TRIGGER, MAX_SIZE_AMP, SIZE_RATIO, TARGET_FILE_SIZE)
+STOP_TRIGGER = "num-sorted-run.stop-trigger"
+DELTA_COMMITS = "full-compaction.delta-commits"
+KEYS = (NUM_LEVELS, TRIGGER, MAX_SIZE_AMP, SIZE_RATIO, TARGET_FILE_SIZE, STOP_TRIGGER, DELTA_COMMITS)
 MODES = ("full", "minor")
 
 DEFAULT_TRIGGER = 5
@@ -61,6 +71,8 @@ class LsmOptions:
     max_size_amp: int = DEFAULT_MAX_SIZE_AMP
     size_ratio: int = DEFAULT_SIZE_RATIO
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    stop_trigger_option: int | None = None
+    delta_commits: int | None = None
 
     def __post_init__(self) -> None:
         if self.trigger < 1:
@@ -75,6 +87,16 @@ class LsmOptions:
             raise InvalidArgumentError(
                 f"{TARGET_FILE_SIZE} must be a positive size, got {self.target_file_size} bytes"
             )
+        if self.stop_trigger_option is not None and self.stop_trigger_option < 1:
+            raise InvalidArgumentError(f"{STOP_TRIGGER} must be at least 1, got {self.stop_trigger_option}")
+        if self.delta_commits is not None and self.delta_commits < 0:
+            raise InvalidArgumentError(f"{DELTA_COMMITS} must not be negative, got {self.delta_commits}")
+
+    @property
+    def stop_trigger(self) -> int:
+        """``num-sorted-run.stop-trigger``, or Paimon's default (the trigger + 3); never below the trigger."""
+        given = self.stop_trigger_option if self.stop_trigger_option is not None else self.trigger + 3
+        return max(self.trigger, given)
 
     @property
     def levels(self) -> int:
@@ -84,6 +106,7 @@ class LsmOptions:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["levels"] = self.levels
+        out["stop_trigger"] = self.stop_trigger
         return out
 
     @classmethod
@@ -93,7 +116,8 @@ class LsmOptions:
         raw.update({k: v for k, v in (overrides or {}).items() if k in KEYS})
         kwargs: dict[str, Any] = {}
         for key, name in ((TRIGGER, "trigger"), (NUM_LEVELS, "num_levels"),
-                          (MAX_SIZE_AMP, "max_size_amp"), (SIZE_RATIO, "size_ratio")):
+                          (MAX_SIZE_AMP, "max_size_amp"), (SIZE_RATIO, "size_ratio"),
+                          (STOP_TRIGGER, "stop_trigger_option"), (DELTA_COMMITS, "delta_commits")):
             if raw.get(key) is not None and str(raw[key]).strip():
                 kwargs[name] = _required_int(key, raw[key])
         if raw.get(TARGET_FILE_SIZE) is not None:

@@ -20,7 +20,10 @@ Paimon Java's ``MergeTreeCompactRewriter`` with pypaimon's file format:
    must live in one of them only);
 6. write target-size files at the output level with everything a reader relies on:
    min/max key, key and value statistics, min/max sequence number of their rows, the
-   level, ``file_source`` COMPACT, the current schema id, the retract count.
+   level, ``file_source`` COMPACT, the current schema id, the retract count;
+7. ``changelog-producer=full-compaction`` and output at the top level: write the
+   changes between the old and the new top level as changelog files
+   (``changelog.full_compaction_changelog``).
 
 Nothing is committed here. On failure the files written so far are deleted.
 """
@@ -39,9 +42,10 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.write.file_store_write import FileStoreWrite
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
-from ..compaction.rewrite import FILE_SOURCE_COMPACT, _open
+from ..compaction.rewrite import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, _open
 from ..compaction.scan import resolve_path
 from ..parquet_encoding import DICTIONARY_SAMPLE_ROWS, dictionary_columns
+from .changelog import changelog_prefix, full_compaction_changelog
 from .engines import merge_engine
 from .retracts import VALUE_KIND, retract_count
 
@@ -62,13 +66,19 @@ def kv_schema(table: Any) -> pa.Schema:
     return pa.schema(keys + system + list(values))
 
 
-class _CompactFileWriter(KeyValueDataWriter):
-    """pypaimon's key-value file writer, writing merged rows at a level as COMPACT files."""
+class KvFileWriter(KeyValueDataWriter):
+    """pypaimon's key-value file writer, writing sorted rows as they are at a level.
 
-    def __init__(self, table: Any, partition: tuple, bucket: int, level: int, merge_function: Any) -> None:
+    Used for the merged rows of a compaction (``file_source`` COMPACT) and for
+    changelog files (named by the table's ``data-file.prefix``, ``changelog-...``).
+    """
+
+    def __init__(self, table: Any, partition: tuple, bucket: int, level: int, merge_function: Any = None,
+                 file_source: int = FILE_SOURCE_COMPACT) -> None:
         super().__init__(table, partition, bucket, 0, options=table.options,
                          merge_function=merge_function, changelog_producer=ChangelogProducer.NONE)
         self.level = level
+        self.file_source = file_source
         self.target_file_size = _NO_SIZE_ROLL
         self._retracts = 0
 
@@ -78,7 +88,7 @@ class _CompactFileWriter(KeyValueDataWriter):
 
     def _create_data_file_meta(self, *args: Any, **kwargs: Any) -> Any:
         meta = super()._create_data_file_meta(*args, **kwargs)
-        return dataclasses.replace(meta, level=self.level, file_source=FILE_SOURCE_COMPACT,
+        return dataclasses.replace(meta, level=self.level, file_source=self.file_source,
                                    delete_row_count=self._retracts)
 
 
@@ -142,7 +152,7 @@ def _group_ends(keys: pa.Table) -> tuple[pa.Array, pa.Array]:
     return last, first
 
 
-def merge_rows(table: Any, rows: pa.Table, writer: _CompactFileWriter) -> pa.Table:
+def merge_rows(table: Any, rows: pa.Table, writer: KvFileWriter) -> pa.Table:
     """One row per key: ``rows`` (all versions) merged with the table's merge engine."""
     if rows.num_rows == 0:
         return rows
@@ -187,13 +197,24 @@ def rewrite_unit(
     target_file_size: int,
     file_prefix: str | None = None,
     older_files: list[Any] | None = None,
+    changelog: bool = False,
 ) -> list[Any]:
-    """Merge ``files`` of one bucket into new files at ``output_level``; their metas."""
+    """Merge ``files`` of one bucket into new files at ``output_level``; their metas.
+
+    ``changelog`` (``changelog-producer=full-compaction``, output at the top level):
+    the changes between the old and the new top level are written too, as changelog
+    files (``changelog.is_changelog_file``) after the data files.
+    """
     write_table = table.copy({"data-file.prefix": file_prefix}) if file_prefix else table
     merge_function = FileStoreWrite(write_table, "compaction")._build_pk_merge_function()
-    writer = _CompactFileWriter(write_table, tuple(partition), bucket, output_level, merge_function)
+    writer = KvFileWriter(write_table, tuple(partition), bucket, output_level, merge_function)
+    log_writer: KvFileWriter | None = None
     try:
-        rows = read_kv_files(table, partition, bucket, list(files))
+        top_files = [f for f in files if f.level == output_level] if changelog else []
+        top = read_kv_files(table, partition, bucket, top_files)
+        top_names = {f.file_name for f in top_files}
+        others = read_kv_files(table, partition, bucket, [f for f in files if f.file_name not in top_names])
+        rows = pa.concat_tables([others, top]) if top.num_rows else others
         merged = merge_rows(table, rows, writer)
         if drop_delete:
             merged = merged.filter(pc.is_in(merged.column(VALUE_KIND), value_set=_ADD_BYTES))
@@ -201,13 +222,23 @@ def rewrite_unit(
             merged = drop_keys_in(merged, table, read_kv_files(table, partition, bucket, list(older_files)))
         _write_rolled(writer, merged, sum(f.file_size for f in files), rows.num_rows, target_file_size)
         new_files = list(writer.committed_files)
+        if changelog:
+            changes = full_compaction_changelog(table, rows, top, merged)
+            if changes.num_rows:
+                log_table = table.copy({"data-file.prefix": changelog_prefix(file_prefix)})
+                log_writer = KvFileWriter(log_table, tuple(partition), bucket, output_level,
+                                          file_source=FILE_SOURCE_APPEND)
+                log_writer.write_file(changes)
+                new_files += log_writer.committed_files
     except BaseException:
         writer.abort()
+        if log_writer is not None:
+            log_writer.abort()
         raise
     return new_files
 
 
-def _write_rolled(writer: _CompactFileWriter, rows: pa.Table, input_bytes: int, input_rows: int,
+def _write_rolled(writer: KvFileWriter, rows: pa.Table, input_bytes: int, input_rows: int,
                   target_file_size: int) -> None:
     """Write ``rows`` (sorted, one per key) as files of about ``target_file_size`` each.
 

@@ -64,11 +64,12 @@ def pick(num_levels: int, runs: Sequence[SortedRun], trigger: int, max_size_amp:
 
 def pick_full(num_levels: int, runs: Sequence[SortedRun]) -> CompactUnit | None:
     """Every run into one at the top level (``CompactStrategy.pickFullCompaction``);
-    nothing when the bucket already is one file at the top level."""
+    nothing when the bucket already is one sorted run at the top level (its files
+    never overlap: rewriting them would change nothing)."""
     max_level = num_levels - 1
     if not runs:
         return None
-    if len(runs) == 1 and runs[0].level == max_level and len(runs[0].files) == 1:
+    if len(runs) == 1 and runs[0].level == max_level:
         return None
     return CompactUnit(max_level, tuple(runs))
 

@@ -53,18 +53,33 @@ class PaimonDataSource(DataSource):
         return dataclasses.replace(opts, lineage_session=dict(self.lineage_session))
 
     def schema(self) -> StructType:
-        """The table's schema (at the time-travel snapshot), or the ``columns`` subset."""
+        """The table's schema (at the time-travel snapshot), or the ``columns`` subset;
+        with ``read.changelog`` (a primary-key stream) ``rowkind`` first."""
+        from .changelog_read import ROWKIND, changelog_schema, read_changelog
+
         opts = self.paimon_options
-        full = table_spark_schema(open_table(opts))
+        table = open_table(opts)
+        full = table_spark_schema(table)
+        changes = read_changelog(opts.raw) and table.is_primary_key_table
+        if changes:
+            full = changelog_schema(table, full, opts.table)
         if not opts.columns:
             return full
-        return select_columns(full, opts.columns, opts.table)
+        columns = [ROWKIND, *(c for c in opts.columns if c != ROWKIND)] if changes else opts.columns
+        return select_columns(full, columns, opts.table)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from .reader import PaimonReader
 
         opts = self.paimon_options
         table = open_table(opts)
+        from .changelog_read import READ_CHANGELOG, read_changelog
+
+        if read_changelog(opts.raw):
+            raise InvalidArgumentError(
+                f"option {READ_CHANGELOG!r} is for streaming reads (spark.readStream): a batch "
+                "read gives the table's rows as they are; drop the option"
+            )
         check_read_schema(schema, table_spark_schema(table), opts.table)
         if opts.partition_filter:
             from .partition_pruning import check_partition_filter

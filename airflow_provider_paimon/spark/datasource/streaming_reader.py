@@ -1,4 +1,4 @@
-"""``spark.readStream.format("paimon")``: an append table read like a queue.
+"""``spark.readStream.format("paimon")``: a table read like a queue.
 
 Offsets are snapshot positions (``{"nextSnapshot": N}``: every snapshot below N has
 been read), so a micro-batch is a range of snapshots and replaying it plans the same
@@ -15,6 +15,10 @@ files again. The planning rules (start modes, COMPACT skipping, rate limits) liv
   executors through the batch reader's code path (same Arrow conversion);
 * ``commit`` saves the consumer position in the read branch's ``consumer/`` folder
   and publishes a scan event with the consumed snapshot for lineage capture.
+
+Primary-key tables are read as their changelog with option ``read.changelog=true``
+(``changelog_read``: each change once, its kind in column ``rowkind``, a bucket's
+changes in commit order in one Spark partition); without it they are refused.
 
 Every offset produced here also names its table (``db.table``), branch and
 warehouse; an offset handed back that names another table or branch (a checkpoint
@@ -69,6 +73,7 @@ STREAM_READ_OPTIONS = frozenset(
         "max-files-per-trigger",
         "streaming-read-overwrite",
         "consumer-id",
+        "read.changelog",
     }
 )
 # ReadMaxFiles stands for "apply our option limits" when only a snapshot limit is set.
@@ -111,11 +116,14 @@ def create_stream_reader(opts: PaimonOptions, schema: StructType) -> PaimonStrea
         consumers.validate_consumer_id(consumer_id)
     table_opts = stream_read_options(opts)
     table = open_table(table_opts)  # raises for an unknown table or branch
-    StreamPlanner(table, config)  # raises for a primary-key table
+    from .changelog_read import changelog_schema, check_stream
     from .types import check_read_schema, table_spark_schema
 
-    check_read_schema(schema, table_spark_schema(table), opts.table)
-    return PaimonStreamReader(table_opts, schema, config, consumer_id)
+    changes = check_stream(table, opts.raw, opts.table)  # primary keys: read.changelog
+    StreamPlanner(table, config)  # raises for what a stream of this table cannot read
+    full = table_spark_schema(table)
+    check_read_schema(schema, changelog_schema(table, full, opts.table) if changes else full, opts.table)
+    return PaimonStreamReader(table_opts, schema, config, consumer_id, changes=changes)
 
 
 class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -127,11 +135,13 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         schema: StructType,
         config: StreamScanConfig,
         consumer_id: str | None,
+        changes: bool = False,
     ) -> None:
         self.opts = opts
         self.schema = schema
         self.config = config
         self.consumer_id = consumer_id
+        self.changes = changes  # a primary-key table's changelog, with a rowkind column
         self._start: StreamOffset | None = None  # resolved once per query run
         self._target: int | None = None  # availableNow: last snapshot to read
         self._planner_cache: StreamPlanner | None = None
@@ -256,11 +266,15 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if begin == finish:
             return []
         planner = self._planner()
-        entries = planner.range_entries(begin, finish)
-        splits = planner.splits(entries, snapshot_id=finish.consumed_snapshot)
+        splits = planner.range_splits(begin, finish)
         if not splits:
             return []
-        groups = pack_splits(splits, self.opts.min_partitions or len(splits))
+        if self.changes:
+            from .changelog_read import group_by_bucket
+
+            groups = group_by_bucket(splits, self.opts.min_partitions or len(splits))
+        else:
+            groups = pack_splits(splits, self.opts.min_partitions or len(splits))
         return [SplitGroup(i, group, finish.consumed_snapshot) for i, group in enumerate(groups)]
 
     def commit(self, end: dict) -> None:
@@ -295,4 +309,10 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Read the partition's splits exactly as a batch read would."""
         if not isinstance(partition, SplitGroup):
             raise InvalidArgumentError(f"unexpected input partition {partition!r}")
+        if self.changes:
+            from .changelog_read import read_changes
+
+            if partition.splits:
+                yield from read_changes(open_table(self.opts), self.schema, partition.splits)
+            return
         yield from PaimonReader(self.opts, self.schema).read(partition)

@@ -18,7 +18,10 @@ Failure handling:
 
 After a commit that produced a snapshot, the table's snapshot retention is applied to
 the branch written, as Paimon's writers do (``paimon.maintenance.after_commit``; off
-with ``write-only=true``); it never fails the committed write.
+with ``write-only=true``); it never fails the committed write. A primary-key table's
+written buckets are then compacted by Paimon's writer rules (``paimon.lsm.after_commit``:
+the universal picker, first-row tables every commit; off with ``write-only=true``), and
+with ``changelog-producer=input`` the tasks store their raw rows as changelog files.
 
 Overwrite: ``mode("overwrite")`` replaces the whole table (or the partition given by
 option ``overwrite-partition``, its values parsed by column type on the driver; a task
@@ -41,6 +44,8 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.lsm.after_commit import compact_after_write
+from airflow_provider_paimon.paimon.lsm.changelog import changelog_prefix, use_input_changelog
 from airflow_provider_paimon.paimon.lsm.engines import RowKindCheck
 from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
@@ -149,7 +154,8 @@ class PaimonWriter(DataSourceArrowWriter):
             )
             write_batch = writer.write
         else:
-            writer = self._write_builder(table).new_write()
+            # changelog-producer=input: the raw rows as changelog, as Paimon Java's writer
+            writer = use_input_changelog(self._write_builder(table).new_write(), self.plan.file_prefix)
             write_batch = writer.write_arrow
         rows = 0
         static = self.plan.static_partition
@@ -222,6 +228,12 @@ class PaimonWriter(DataSourceArrowWriter):
             identity=commit_events.identity_fields(snapshot),
         )
         expire_after_commit(table, branch=opts.branch, options=opts.table_options)
+        # primary keys: compact the written buckets and wait, as Paimon's batch writers do
+        compact_after_write(
+            table, {(tuple(m.partition), m.bucket) for m in task_messages if m.new_files},
+            options=opts.table_options, commit_user=self.plan.commit_user,
+            properties=self.plan.snapshot_properties,
+        )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         task_messages = task_messages_of(messages)
@@ -245,7 +257,8 @@ class PaimonWriter(DataSourceArrowWriter):
                 time.sleep(SECOND_SWEEP_DELAY_S)
             try:
                 removed = _delete_with_prefix(
-                    table.file_io, table.table_path, self.plan.file_prefix
+                    table.file_io, table.table_path,
+                    (self.plan.file_prefix, changelog_prefix(self.plan.file_prefix)),
                 )
             except Exception:  # cleanup is best effort; the job already failed
                 log.exception("cleaning files of failed write %s", self.plan.commit_user)
@@ -301,8 +314,8 @@ def _delete_files(table_commit: Any, task_messages: list[Any]) -> None:
         table_commit.abort(task_messages)
 
 
-def _delete_with_prefix(file_io: Any, path: str, prefix: str) -> int:
-    """Delete files named ``prefix*`` under the table's partition/bucket folders."""
+def _delete_with_prefix(file_io: Any, path: str, prefix: str | tuple[str, ...]) -> int:
+    """Delete files named ``prefix*`` (any of them) under the table's partition/bucket folders."""
     removed = 0
     for status in file_io.list_status(path):
         name = status.base_name
