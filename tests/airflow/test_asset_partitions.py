@@ -229,6 +229,18 @@ def test_relay_emits_the_watchers_partitions_and_skips_commits_their_task_report
         relay.execute({"triggering_asset_events": bare, "outlet_events": OutletEventAccessors()})
 
 
+def test_airflows_own_mappers_read_paimon_keys():
+    """The scheduler's (not the SDK's) mappers, as docs/assets.md shows them."""
+    from airflow.partition_mappers.identity import IdentityMapper
+    from airflow.partition_mappers.product import ProductMapper
+    from airflow.partition_mappers.temporal import StartOfDayMapper
+
+    assert StartOfDayMapper(input_format="dt=%Y-%m-%d").to_downstream("dt=2026-11-03") == "2026-11-03"
+    product = ProductMapper(StartOfDayMapper(input_format="dt=%Y-%m-%d"), IdentityMapper(), delimiter="/")
+    assert product.to_downstream("dt=2026-11-03/region=eu") == "2026-11-03/region=eu"
+    assert IdentityMapper().to_downstream("dt=2026-11-03/region=us%2Fwest") == "dt=2026-11-03/region=us%2Fwest"
+
+
 def test_bad_arguments_fail_where_the_dag_is_parsed(warehouse):
     orders = asset_for(warehouse, TABLE)
     for bad in ("yes", 1, None):
