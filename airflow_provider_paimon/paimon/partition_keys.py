@@ -19,6 +19,13 @@ only ever rewrites the *base* list). Each entry's partition is decoded once per
 distinct partition; the cost is the commit's size, never the table's history. Both
 ADD and DELETE entries count: an overwrite that emptied a partition changed it too.
 
+Between two states of a table or branch (before and after a replace-main, a
+fast-forward, a rollback, a publish), the changed partitions are those whose live data
+files differ: ``partitions_between`` reads only the manifests one state lists and the
+other does not (a branch shares most of its manifests with the main it came from), and
+compares per partition the files they add and delete. States are snapshot JSONs read
+before and after, never ids: a replace-main or rollback reuses ids.
+
 No Airflow or Spark here.
 """
 
@@ -39,7 +46,9 @@ __all__ = [
     "escape_path_name",
     "parse_partition_key",
     "partition_key",
+    "partition_keys_between",
     "partition_values",
+    "partitions_between",
 ]
 
 #: Airflow stores a partition key in a 250-character column (``ID_LEN``)
@@ -181,6 +190,65 @@ def changed_partition_keys(
             if key and key not in keys:
                 keys.append(key)
     return keys
+
+
+def partitions_between(
+    table: Any, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> list[tuple]:
+    """The partitions (typed value tuples) whose live data files differ between two
+    snapshots' states of one table (``None``: no snapshot, an empty state).
+
+    Only the manifests listed by one state and not the other are read; within them,
+    each data file counts +1 per ADD and -1 per DELETE on its side, and a partition
+    changed when its files' counts differ between the sides. Manifests that merged
+    others hold the same live files, so merging alone changes nothing.
+    """
+    from collections import Counter
+
+    from pypaimon.table.row.generic_row import GenericRowDeserializer
+
+    layout = TableLayout.of(table)
+    mine, theirs = _manifests_of(table, after), _manifests_of(table, before)
+    fields = table.partition_keys_fields
+    values_of: dict[bytes, tuple] = {}
+    net: dict[tuple, Counter] = {}
+    order: list[tuple] = []
+    for metas, sign in (([m for n, m in mine.items() if n not in theirs], 1),
+                        ([m for n, m in theirs.items() if n not in mine], -1)):
+        for meta in metas:
+            for block in read_entries(layout.file_io, f"{layout.table_path}/manifest/{meta.file_name}",
+                                      meta.file_size):
+                for entry in block:
+                    values = values_of.get(entry.partition)
+                    if values is None:
+                        values = tuple(GenericRowDeserializer.from_bytes(entry.partition, fields).values) if fields else ()
+                        values_of[entry.partition] = values
+                    if values not in net:
+                        net[values] = Counter()
+                        order.append(values)
+                    identity = entry.identifier()[1:]  # bucket, level, file... (partition: by value)
+                    net[values][identity] += sign * (1 if entry.kind == 0 else -1)
+    return [values for values in order if any(net[values].values())]
+
+
+def partition_keys_between(
+    table: Any, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> list[str]:
+    """:func:`partitions_between` as partition keys; ``[]`` for an unpartitioned table."""
+    return [k for k in (partition_key(table, v) for v in partitions_between(table, before, after)) if k]
+
+
+def _manifests_of(table: Any, doc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The manifest files a snapshot's state is made of (base and delta lists), by name."""
+    if not doc:
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("baseManifestList", "deltaManifestList"):
+        name = doc.get(key)
+        if name:
+            for meta in _manifest_list(table, name, doc.get(f"{key}Size")):
+                out[meta.file_name] = meta
+    return out
 
 
 def _manifest_list(table: Any, name: str, size: Any) -> list[Any]:

@@ -153,6 +153,82 @@ def test_mark_done_and_sensor_events_queue_one_run_per_partition_of_the_partitio
     assert plain == []
 
 
+REPLACE_DAGS = '''
+from datetime import datetime
+
+from airflow.sdk import DAG, PartitionedAssetTimetable, task
+
+from airflow_provider_paimon.assets import asset_for
+from airflow_provider_paimon.operators.branch import ReplaceMainBranchOperator
+
+ORDERS = asset_for({warehouse!r}, "db.orders")
+
+with DAG("pa_replace_consumer", schedule=PartitionedAssetTimetable(assets=ORDERS),
+         is_paused_upon_creation=False, start_date=datetime(2026, 1, 1)):
+    @task
+    def per_partition():
+        return "ran"
+
+    per_partition()
+
+with DAG("pa_replace", schedule=None) as producer:
+    ReplaceMainBranchOperator(task_id="replace_main", table="db.orders", branch="fix",
+                              warehouse={warehouse!r}, run_in="worker", backup=False,
+                              asset_partitions=True)
+'''
+
+
+def _rows_by_partition(table) -> dict[str, list[int]]:
+    read = table.new_read_builder()
+    frame = read.new_read().to_arrow(read.new_scan().plan().splits()).to_pylist()
+    out: dict[str, list[int]] = {}
+    for row in frame:
+        out.setdefault(f"dt={row['dt']}/region={row['region']}", []).append(row["order_id"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_replace_main_emits_the_partitions_where_main_now_differs(warehouse, airflow_db):
+    """A correction published with ReplaceMainBranchOperator(asset_partitions=True): the
+    consumer re-runs for the partitions the branch corrected or added and the one main had
+    gained meanwhile (now gone), and not for the others. Reference: main's rows per
+    partition before and after, read by plain pypaimon."""
+    from airflow.models.asset import AssetEvent, AssetModel, AssetPartitionDagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_provider_paimon.paimon.branch.create import create_branch
+
+    table = make_orders(warehouse)
+    commit(table, [("2026-11-03", "eu"), ("2026-11-03", "us"), ("2026-11-04", "eu")])
+    create_branch(table, "fix", snapshot_id=1)
+    fix = load_table(open_catalog(warehouse), TABLE, "fix")
+    builder = fix.new_batch_write_builder().overwrite({"dt": "2026-11-03", "region": "eu"})
+    write, committer = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.Table.from_pylist([{"order_id": 70, "dt": "2026-11-03", "region": "eu"}], schema=SCHEMA))
+    committer.commit(write.prepare_commit())
+    write.close()
+    committer.close()
+    commit(fix, [("2026-11-05", "eu")])
+    commit(table, [("2026-11-04", "us")])  # main moved on meanwhile: replaced away
+    before = _rows_by_partition(load_table(open_catalog(warehouse), TABLE))
+
+    module = _load_dags("paimon_partition_replace_dags", REPLACE_DAGS.format(warehouse=warehouse))
+    assert module.producer.test().state == "success"
+    after = _rows_by_partition(load_table(open_catalog(warehouse), TABLE))
+    assert after == _rows_by_partition(fix)  # main reads as the branch did
+    expected = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert expected == ["dt=2026-11-03/region=eu", "dt=2026-11-04/region=us", "dt=2026-11-05/region=eu"]
+    with create_session() as session:
+        asset = session.scalar(select(AssetModel).where(AssetModel.uri == asset_uri(warehouse, TABLE)))
+        events = session.scalars(select(AssetEvent).where(
+            AssetEvent.asset_id == asset.id, AssetEvent.source_dag_id == "pa_replace")).all()
+        pending = session.scalars(select(AssetPartitionDagRun.partition_key).where(
+            AssetPartitionDagRun.target_dag_id == "pa_replace_consumer")).all()
+    assert sorted(e.partition_key for e in events) == expected
+    assert sorted(pending) == expected
+    assert {e.extra["paimon"]["branch"] for e in events} == {"main"}
+
+
 def test_the_partitions_of_one_task_try_are_read_from_its_own_commits(warehouse):
     """What PaimonSparkSubmitOperator(asset_partitions=True) does after its job, minus the
     spark-submit: the try's snapshots are found by their properties (another writer's
@@ -242,7 +318,21 @@ def test_airflows_own_mappers_read_paimon_keys():
 
 
 def test_bad_arguments_fail_where_the_dag_is_parsed(warehouse):
+    from airflow_provider_paimon.operators.branch import (
+        BranchDeleteOperator,
+        ReplaceMainBranchOperator,
+    )
+    from airflow_provider_paimon.operators.compaction import CompactionOperator
+    from airflow_provider_paimon.operators.tag import TagCreateOperator
+
     orders = asset_for(warehouse, TABLE)
+    for cls, kwargs in ((CompactionOperator, {}), (TagCreateOperator, {"tag": "t"}),
+                        (BranchDeleteOperator, {"branch": "b"})):
+        with pytest.raises(ValueError, match="changes no rows a reader sees"):
+            cls(task_id="x", table=TABLE, asset_partitions=True, **kwargs)
+    with pytest.raises(ValueError, match="asset_partitions must be True"):
+        ReplaceMainBranchOperator(task_id="r", table=TABLE, branch="fix", asset_partitions="on")
+    assert ReplaceMainBranchOperator(task_id="r", table=TABLE, branch="fix").asset_partitions is False
     for bad in ("yes", 1, None):
         with pytest.raises(ValueError, match="asset_partitions must be True"):
             check_asset_partitions(bad, "t")

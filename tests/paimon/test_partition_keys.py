@@ -172,3 +172,38 @@ def test_compaction_and_unpartitioned_tables(table, warehouse):
     assert changed_partition_keys(flat, [1]) == []
     with pytest.raises(InvalidArgumentError, match="snapshot 7 of main does not exist"):
         delta_partitions(flat, 7)
+
+
+def test_partitions_between_two_states_are_those_whose_files_differ(table):
+    """States are snapshot JSONs read at the time (a replace-main or rollback reuses ids):
+    an empty state, appends, an overwrite, a manifest merge (the same live files: no
+    change), and a rollback-like move back to an older state."""
+    from airflow_provider_paimon.paimon.compaction.manifest_compaction import compact_manifest
+    from airflow_provider_paimon.paimon.partition_keys import partition_keys_between
+    from airflow_provider_paimon.paimon.snapshots import TableLayout, read_snapshot
+
+    layout = TableLayout.of(table)
+
+    def state(snapshot_id):
+        return read_snapshot(layout, None, snapshot_id)
+
+    s1 = commit(table, [{"id": 1, "dt": D3, "region": "eu"}, {"id": 2, "dt": D3, "region": "us/west"}])
+    s2 = commit(table, [{"id": 3, "dt": D4, "region": "eu"}])
+    s3 = commit(table, [{"id": 4, "dt": D3, "region": "eu"}], overwrite={"dt": D3, "region": "eu"})
+    s4 = commit(table, [{"id": 5, "dt": D4, "region": "eu"}])
+    assert partition_keys_between(table, None, state(s1)) == changed_partition_keys(table, [s1])
+    # consecutive commits: the union of their deltas, each once
+    assert sorted(partition_keys_between(table, state(s1), state(s4))) == sorted(
+        changed_partition_keys(table, [s2, s3, s4])
+    ) == ["dt=2026-11-03/region=eu", "dt=2026-11-04/region=eu"]
+    # back to an older state (what a rollback or replace-main does to readers)
+    assert sorted(partition_keys_between(table, state(s4), state(s2))) == [
+        "dt=2026-11-03/region=eu", "dt=2026-11-04/region=eu"
+    ]
+    assert partition_keys_between(table, state(s2), state(s2)) == []
+    # merging manifests rewrites the lists, not the live files: no partition changed
+    before_merge = state(s4)
+    assert compact_manifest(table).committed
+    merged = read_snapshot(layout, None, table.snapshot_manager().get_latest_snapshot().id)
+    assert merged["baseManifestList"] != before_merge["baseManifestList"]
+    assert partition_keys_between(table, before_merge, merged) == []
