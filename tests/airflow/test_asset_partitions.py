@@ -11,8 +11,6 @@ watcher and a real spark-submit are in ``test_partition_assets_real_airflow.py``
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
-import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +18,7 @@ import pytest
 from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors, TriggeringAssetEventsAccessor
+from conftest import load_dag_file
 from pypaimon import Schema
 
 from airflow_provider_paimon.assets import asset_for, asset_uri
@@ -63,26 +62,30 @@ def commit(table, partitions: list[tuple[str, str]], properties: dict[str, str] 
     return table.snapshot_manager().get_latest_snapshot().id
 
 
-DAGS = '''
+# a DAG file's head: the table's asset and a partition-aware consumer named {consumer!r}
+CONSUMER_DAG = '''
 from datetime import datetime
 
 from airflow.sdk import DAG, PartitionedAssetTimetable, task
 
 from airflow_provider_paimon.assets import asset_for
+from airflow_provider_paimon.operators.branch import ReplaceMainBranchOperator
 from airflow_provider_paimon.operators.partition import MarkPartitionDoneOperator
 from airflow_provider_paimon.sensors.partition import PaimonPartitionSensor
 
 WAREHOUSE = {warehouse!r}
 ORDERS = asset_for(WAREHOUSE, "db.orders")
 
-with DAG("pa_partition_consumer", schedule=PartitionedAssetTimetable(assets=ORDERS),
+with DAG({consumer!r}, schedule=PartitionedAssetTimetable(assets=ORDERS),
          is_paused_upon_creation=False, start_date=datetime(2026, 1, 1)):
     @task
     def per_partition():
         return "ran"
 
     per_partition()
+'''
 
+DAGS = CONSUMER_DAG + '''
 with DAG("pa_plain_consumer", schedule=[ORDERS], is_paused_upon_creation=False):
     @task
     def any_change():
@@ -100,17 +103,6 @@ with DAG("pa_producer", schedule=None) as producer:
 '''
 
 
-def _load_dags(name: str, source: str):
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_mark_done_and_sensor_events_queue_one_run_per_partition_of_the_partition_aware_dag(
     warehouse, airflow_db
 ):
@@ -125,7 +117,7 @@ def test_mark_done_and_sensor_events_queue_one_run_per_partition_of_the_partitio
 
     table = make_orders(warehouse)
     commit(table, [("2026-11-03", "eu"), ("2026-11-03", "us")])
-    module = _load_dags("paimon_partition_asset_dags", DAGS.format(warehouse=warehouse))
+    module = load_dag_file("paimon_partition_asset_dags", DAGS.format(warehouse=warehouse, consumer="pa_partition_consumer"))
     run = module.producer.test()
     assert run.state == "success"
     uri = asset_uri(warehouse, TABLE)
@@ -153,27 +145,10 @@ def test_mark_done_and_sensor_events_queue_one_run_per_partition_of_the_partitio
     assert plain == []
 
 
-REPLACE_DAGS = '''
-from datetime import datetime
-
-from airflow.sdk import DAG, PartitionedAssetTimetable, task
-
-from airflow_provider_paimon.assets import asset_for
-from airflow_provider_paimon.operators.branch import ReplaceMainBranchOperator
-
-ORDERS = asset_for({warehouse!r}, "db.orders")
-
-with DAG("pa_replace_consumer", schedule=PartitionedAssetTimetable(assets=ORDERS),
-         is_paused_upon_creation=False, start_date=datetime(2026, 1, 1)):
-    @task
-    def per_partition():
-        return "ran"
-
-    per_partition()
-
+REPLACE_DAGS = CONSUMER_DAG + '''
 with DAG("pa_replace", schedule=None) as producer:
     ReplaceMainBranchOperator(task_id="replace_main", table="db.orders", branch="fix",
-                              warehouse={warehouse!r}, run_in="worker", backup=False,
+                              warehouse=WAREHOUSE, run_in="worker", backup=False,
                               asset_partitions=True)
 '''
 
@@ -212,7 +187,7 @@ def test_replace_main_emits_the_partitions_where_main_now_differs(warehouse, air
     commit(table, [("2026-11-04", "us")])  # main moved on meanwhile: replaced away
     before = _rows_by_partition(load_table(open_catalog(warehouse), TABLE))
 
-    module = _load_dags("paimon_partition_replace_dags", REPLACE_DAGS.format(warehouse=warehouse))
+    module = load_dag_file("paimon_partition_replace_dags", REPLACE_DAGS.format(warehouse=warehouse, consumer="pa_replace_consumer"))
     assert module.producer.test().state == "success"
     after = _rows_by_partition(load_table(open_catalog(warehouse), TABLE))
     assert after == _rows_by_partition(fix)  # main reads as the branch did
