@@ -39,13 +39,18 @@ __all__ = [
 
 
 def check_asset_partitions(value: Any, task_id: str) -> bool:
-    """The ``asset_partitions`` argument: ``True`` or ``False``, nothing else (fail closed)."""
-    if isinstance(value, bool):
-        return value
-    raise ValueError(
-        f"{task_id}: asset_partitions must be True (emit one partitioned asset event per "
-        f"Paimon partition changed) or False (plain asset events); got {value!r}"
-    )
+    """The ``asset_partitions`` argument, read by the package's one boolean parser (the
+    same words as every flag: ``True``/``"true"``/``"yes"``...); anything else fails closed."""
+    from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+    from airflow_provider_paimon.paimon.option_values import parse_bool
+
+    try:
+        return parse_bool(value, "asset_partitions")
+    except InvalidArgumentError as err:
+        raise ValueError(
+            f"{task_id}: {err} (True: one partitioned asset event per Paimon partition changed; "
+            "False: plain asset events)"
+        ) from None
 
 
 def try_partition_env() -> dict[str, str]:

@@ -82,12 +82,12 @@ class PaimonOpenLineageMixin:
     #: False where the job never changes the rows a reader sees: no partition events
     partition_events_allowed: ClassVar[bool] = True
 
-    def __init__(self, *args: Any, asset_partitions: bool = False, **kwargs: Any) -> None:
-        """``asset_partitions=True``: after a run that changed an output, one partitioned
-        asset event per partition changed (see the module doc); default plain events."""
+    def init_asset_partitions(self, asset_partitions: Any) -> None:
+        """The operator's ``asset_partitions`` argument (its ``__init__`` takes it, so
+        Airflow's checks of ``partial()``/``expand()`` know it): ``True``, after a run that
+        changed an output, one partitioned asset event per partition changed (module doc)."""
         from airflow_provider_paimon.operators.asset_partitions import check_asset_partitions
 
-        super().__init__(*args, **kwargs)
         task_id = getattr(self, "task_id", "?")
         self.asset_partitions = check_asset_partitions(asset_partitions, task_id)
         if self.asset_partitions and not self.partition_events_allowed:

@@ -60,6 +60,7 @@ from airflow_provider_paimon.paimon.names import (
     parse_table_name,
     validate_branch_name,
 )
+from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.snapshot_feed import (
     DEFAULT_BATCH,
     FeedPage,
@@ -295,11 +296,7 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
         partition_keys: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(partition_keys, bool):
-            raise InvalidArgumentError(
-                f"partition_keys must be True (events list the partitions each snapshot "
-                f"changed) or False; got {partition_keys!r}"
-            )
+        partition_keys = parse_bool(partition_keys, "partition_keys")  # fails closed, names the words
         parse_table_name(table)
         if not consumer_id:
             raise InvalidArgumentError(

@@ -305,23 +305,24 @@ def test_bad_arguments_fail_where_the_dag_is_parsed(warehouse):
                         (BranchDeleteOperator, {"branch": "b"})):
         with pytest.raises(ValueError, match="changes no rows a reader sees"):
             cls(task_id="x", table=TABLE, asset_partitions=True, **kwargs)
-    with pytest.raises(ValueError, match="asset_partitions must be True"):
-        ReplaceMainBranchOperator(task_id="r", table=TABLE, branch="fix", asset_partitions="on")
+    with pytest.raises(ValueError, match="r: asset_partitions must be a boolean"):
+        ReplaceMainBranchOperator(task_id="r", table=TABLE, branch="fix", asset_partitions="enabled")
     assert ReplaceMainBranchOperator(task_id="r", table=TABLE, branch="fix").asset_partitions is False
-    for bad in ("yes", 1, None):
-        with pytest.raises(ValueError, match="asset_partitions must be True"):
+    assert check_asset_partitions(" Yes ", "t") is True and check_asset_partitions("off", "t") is False
+    for bad in ("ture", 2, None):
+        with pytest.raises(ValueError, match=r"t: asset_partitions (must be a boolean|is required)"):
             check_asset_partitions(bad, "t")
-        with pytest.raises(ValueError, match="m: asset_partitions must be True"):
+        with pytest.raises(ValueError, match="m: asset_partitions"):
             MarkPartitionDoneOperator(task_id="m", table=TABLE, partition={"dt": "x"}, asset_partitions=bad)
-        with pytest.raises(ValueError, match="w: asset_partitions must be True"):
+        with pytest.raises(ValueError, match="w: asset_partitions"):
             PaimonPartitionSensor(task_id="w", table=TABLE, partition={"dt": "x"}, asset_partitions=bad)
     with pytest.raises(ValueError, match="needs the paimon:// asset of each table"):
         PaimonSparkSubmitOperator(task_id="s", application="a.py", asset_partitions=True,
                                   outlets=[Asset("s3://bucket/not-paimon")])
     with pytest.raises(ValueError, match="source must be an Asset"):
         PaimonPartitionRelayOperator(task_id="r", source="db.orders")
-    with pytest.raises(InvalidArgumentError, match="partition_keys must be True"):
-        PaimonSnapshotTrigger(table=TABLE, consumer_id="c", warehouse=warehouse, partition_keys="yes")
+    with pytest.raises(InvalidArgumentError, match="partition_keys must be a boolean"):
+        PaimonSnapshotTrigger(table=TABLE, consumer_id="c", warehouse=warehouse, partition_keys="ture")
     # off: the watcher's serialized form (its identity in Airflow) is what it was before
     assert "partition_keys" not in PaimonSnapshotTrigger(table=TABLE, consumer_id="c").serialize()[1]
     assert PaimonSnapshotTrigger(table=TABLE, consumer_id="c", partition_keys=True).serialize()[1][
