@@ -79,6 +79,9 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
         (``hooks/local_job.py``), with no JVM start; only for the metadata-only families
         (branch, tag, maintenance, publish), and only when the worker can reach the
         warehouse's storage. ``spark_conn_id``, ``conf`` and ``spark_kwargs`` are unused then.
+    :param asset_partitions: ``True``: one partitioned asset event per Paimon partition
+        the job changed in each table it writes (docs/assets.md); refused by operators
+        that change no rows. Default ``False``: plain asset events.
     :param allow_location_from_params: accept a ``warehouse`` (or ``lineage_url``)
         templated from ``params`` / ``dag_run`` (default ``False``: refused, see
         ``templated_secrets.MaskRenderedSecrets``).
@@ -113,9 +116,11 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
         spark_log_level: str | None = DEFAULT_LOG_LEVEL,
         run_in: str = "spark",
         run_tag: bool | str = False,
+        asset_partitions: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.init_asset_partitions(asset_partitions)
         self.run_in = checked_run_in(run_in, self.job_family)
         self.spark_log_level = checked_log_level(spark_log_level)
         try:

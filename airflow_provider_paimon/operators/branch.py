@@ -127,6 +127,8 @@ class BranchCreateOperator(_BranchOperator):
 class BranchDeleteOperator(_BranchOperator):
     """Delete ``branch`` from ``table`` (fails before submitting if it does not exist)."""
 
+    partition_events_allowed = False  # changes no rows a reader sees
+
     action = "delete"
 
     def ol_lifecycle_change(self) -> str | None:

@@ -157,6 +157,8 @@ class CompactionOperator(PaimonSparkJobOperator):
     Paimon Java's compaction jobs expire after committing (docs/compaction.md).
     """
 
+    partition_events_allowed = False  # changes no rows a reader sees
+
     job_family = "compact"
     template_fields: Sequence[str] = (
         *PaimonSparkJobOperator.template_fields,

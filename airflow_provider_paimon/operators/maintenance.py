@@ -130,6 +130,8 @@ class ExpireSnapshotsOperator(_MaintenanceOperator):
     (at most 200 listed), ``kept_because``, ``dry_run``, ``duration_s``.
     """
 
+    partition_events_allowed = False  # changes no rows a reader sees
+
     action = "expire-snapshots"
     template_fields: Sequence[str] = (
         *PaimonSparkJobOperator.template_fields,
@@ -215,6 +217,8 @@ class RemoveOrphanFilesOperator(_MaintenanceOperator):
     ``deleted_file_count``, ``deleted_bytes``, ``deleted_by_kind``, ``kept_because``,
     ``older_than_millis`` (the cut-off, epoch ms), ``dry_run``, ``duration_s``.
     """
+
+    partition_events_allowed = False  # changes no rows a reader sees
 
     action = "remove-orphan-files"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "older_than", "dry_run")
@@ -371,6 +375,8 @@ class ExpireTagsOperator(_MaintenanceOperator):
     XCom: ``expired_tags``, ``kept_tags`` (name -> why), ``deleted_file_count``,
     ``deleted_bytes``, ``dry_run``, ``duration_s``.
     """
+
+    partition_events_allowed = False  # changes no rows a reader sees
 
     action = "expire-tags"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "branch", "dry_run")

@@ -31,12 +31,19 @@ each table it wrote (not for tags, which are metadata, nor a deleted branch) to 
 not read while a DAG file is parsed), so DAGs scheduled on that asset run. Assets the
 user declared are kept and not duplicated; a run that changed nothing (``skipped``,
 ``dry_run``, nothing committed) adds none.
+
+Partitioned events (``asset_partitions=True``): the operator keeps each output's latest
+snapshot (the JSON, not the id: a replace-main or rollback reuses ids) before the job
+and, after it, emits one partitioned event per partition whose live files differ
+between that state and the new latest one (``paimon.partition_keys.partitions_between``,
+reading only the manifests the two states do not share). Operators that never change
+the rows a reader sees (compaction, tags, branch delete, expiry) refuse the argument.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from airflow_provider_paimon.paimon.names import is_main
 
@@ -72,6 +79,23 @@ class PaimonOpenLineageMixin:
 
     # state kept between on_start, execute and on_complete (same operator object)
     _ol_start_snapshots: dict[TableRef, int | None]
+    #: False where the job never changes the rows a reader sees: no partition events
+    partition_events_allowed: ClassVar[bool] = True
+
+    def init_asset_partitions(self, asset_partitions: Any) -> None:
+        """The operator's ``asset_partitions`` argument (its ``__init__`` takes it, so
+        Airflow's checks of ``partial()``/``expand()`` know it): ``True``, after a run that
+        changed an output, one partitioned asset event per partition changed (module doc)."""
+        from airflow_provider_paimon.operators.asset_partitions import check_asset_partitions
+
+        task_id = getattr(self, "task_id", "?")
+        self.asset_partitions = check_asset_partitions(asset_partitions, task_id)
+        if self.asset_partitions and not self.partition_events_allowed:
+            raise ValueError(
+                f"{task_id}: {type(self).__name__} changes no rows a reader sees, so it has no "
+                "partitions to report; drop asset_partitions=True"
+            )
+        self._partition_starts: dict[TableRef, dict[str, Any] | None] = {}
 
     if TYPE_CHECKING:  # what the host operator provides (PaimonSparkJobOperator does)
 
@@ -327,6 +351,49 @@ class PaimonOpenLineageMixin:
             self.outlets = [*outlets, *added]
         return added
 
+    def _record_partition_starts(self) -> None:
+        """``asset_partitions``: each output's latest snapshot JSON before the job (None:
+        none yet, e.g. a branch to be created). A read that fails is not recorded, so no
+        partition is reported for that output rather than every partition."""
+        from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot
+
+        for table, branch in self.paimon_outlet_tables():
+            try:
+                layout = TableLayout.of(self.paimon_hook.get_table(table))
+                self._partition_starts[(table, branch)] = latest_snapshot(layout, branch)
+            except Exception as err:  # noqa: BLE001 - reported after the job, when it matters
+                log.warning("asset_partitions: the state of %s (branch %s) before the job could not "
+                            "be read (%s); no partition events for it", table, branch or "main", err)
+
+    def emit_changed_partitions(self, context: Any) -> dict[str, list[str]]:
+        """One partitioned event per partition each output changed (``asset_partitions``)."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_provider_paimon.assets import asset_for
+        from airflow_provider_paimon.operators.asset_partitions import emit_partition_events
+        from airflow_provider_paimon.paimon.partition_keys import partition_keys_between
+        from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot
+
+        emitted: dict[str, list[str]] = {}
+        for table, branch in self.paimon_outlet_tables():
+            if (table, branch) not in self._partition_starts:
+                continue  # its state before the job is unknown (logged then)
+            try:
+                handle = self.paimon_hook.get_table(table)
+                after = latest_snapshot(TableLayout.of(handle), branch)
+                keys = partition_keys_between(handle, self._partition_starts[(table, branch)], after)
+            except Exception as err:  # noqa: BLE001 - named in the task's failure
+                raise AirflowFailException(
+                    f"{getattr(self, 'task_id', '?')}: the job succeeded, but the partitions it changed in "
+                    f"{table} (branch {branch or 'main'}) could not be read ({err}); no partition "
+                    "event was emitted (not retried: a retry would run the job again)"
+                ) from None
+            asset = asset_for(self._ol_warehouse(), table, branch, catalog_options=self._ol_catalog_options())
+            extra = {"paimon": {"table": table, "branch": branch or "main",
+                                "snapshot_id": None if after is None else int(after["id"])}}
+            emitted[asset.uri] = emit_partition_events(self, context, asset, keys, extra)
+        return emitted
+
     def pre_execute(self, context: Any) -> None:
         """Before execute: remember each table's latest snapshot (the inputs' read versions).
 
@@ -338,8 +405,16 @@ class PaimonOpenLineageMixin:
             self._ol_record_start()
         except Exception as err:  # noqa: BLE001
             log.debug("start snapshots not recorded: %s", err)
+        if getattr(self, "asset_partitions", False):
+            self._record_partition_starts()
 
     def post_execute(self, context: Any, result: Any = None) -> None:
-        """After a successful execute: the written tables' assets become outlets (see module doc)."""
+        """After a successful execute: the written tables' assets become outlets, and with
+        ``asset_partitions`` get one event per partition changed (see module doc)."""
         super().post_execute(context, result)  # type: ignore[misc]  # a mixin: the operator class has it
-        self.add_paimon_outlets(getattr(self, "last_result", None))
+        last = getattr(self, "last_result", None)
+        self.add_paimon_outlets(last)
+        if getattr(self, "asset_partitions", False) and table_changed(last):
+            partitions = self.emit_changed_partitions(context)
+            if isinstance(last, dict):
+                last["asset_partitions"] = partitions

@@ -5,6 +5,9 @@ through the table's file IO, with ``airflow_provider_paimon.paimon.partition_sta
 a small metadata write, so it runs on the worker with pypaimon, no Spark job. Paimon
 Java's readers (and ``PaimonPartitionSensor(wait_for="done")``) agree on the result.
 Marking twice keeps the first ``creationTime`` and moves ``modificationTime``.
+With ``asset_partitions=True`` the table's ``paimon://`` asset gets one Airflow asset
+event for the partition marked, its key the partition's folder (``dt=2026-11-03``), so
+a DAG on ``PartitionedAssetTimetable`` runs for that partition (docs/assets.md).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.operators.asset_partitions import (
+    announce_partition,
+    check_asset_partitions,
+)
 from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.triggers.partition import check_partition_arg
@@ -31,6 +38,9 @@ class MarkPartitionDoneOperator(MaskRenderedSecrets, BaseOperator):
     :param warehouse: warehouse path/URI; blank: the ``paimon_conn_id`` connection's.
     :param warehouse_options: extra catalog options.
     :param paimon_conn_id: a ``paimon`` connection.
+    :param asset_partitions: ``True``: emit a partitioned asset event of the table's
+        (main's: the mark is the table's) ``paimon://`` asset for the partition marked,
+        key = its folder (``dt=2026-11-03``), extra ``{"paimon": {"event": "partition_done", ...}}``.
 
     Returns (XCom) the partition path and the success file's times. A bad partition
     spec, an unknown table or branch, or a table whose ``partition.mark-done-action``
@@ -51,9 +61,11 @@ class MarkPartitionDoneOperator(MaskRenderedSecrets, BaseOperator):
         warehouse: str | None = None,
         warehouse_options: dict[str, str] | None = None,
         paimon_conn_id: str | None = None,
+        asset_partitions: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.asset_partitions = check_asset_partitions(asset_partitions, self.task_id)
         self.partition = check_partition_arg(partition)
         self.table = table
         self.branch = branch
@@ -78,9 +90,16 @@ class MarkPartitionDoneOperator(MaskRenderedSecrets, BaseOperator):
         except (PaimonError, ValueError) as err:
             raise AirflowFailException(f"{type(err).__name__}: {err}") from None
         self.log.info("marked %s partition %s done (_SUCCESS)", self.table, path)
-        return {
+        result = {
             "table": self.table,
             "path": path,
             "creationTime": success.creation_time,
             "modificationTime": success.modification_time,
         }
+        if self.asset_partitions:
+            result["asset_partitions"] = announce_partition(
+                self, context, hook, self.table, None, path,
+                {"event": "partition_done", "partition": {k: None if v is None else str(v) for k, v in spec.items()},
+                 "creationTime": success.creation_time, "modificationTime": success.modification_time},
+            )
+        return result

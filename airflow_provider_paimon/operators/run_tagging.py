@@ -83,25 +83,12 @@ def snapshot_of_try(hook: Any, table: str, branch: str | None, try_env: Mapping[
     (``PaimonSparkSubmitOperator``). None: the try committed nothing there (within the
     last ``MAX_SNAPSHOTS_SCANNED`` snapshots).
     """
-    from airflow_provider_paimon.paimon.commit_properties import airflow_properties
-    from airflow_provider_paimon.paimon.snapshots import (
-        TableLayout,
-        latest_snapshot_id,
-        read_snapshot,
+    from airflow_provider_paimon.paimon.commit_properties import (
+        airflow_properties,
+        snapshots_of_run,
     )
+    from airflow_provider_paimon.paimon.snapshots import TableLayout
 
-    wanted = airflow_properties(try_env)
-    if not wanted:
-        return None
     layout = TableLayout.of(hook.get_table(table))
-    latest = latest_snapshot_id(layout, branch)
-    if latest is None:
-        return None
-    for snapshot_id in range(latest, max(0, latest - MAX_SNAPSHOTS_SCANNED), -1):
-        doc = read_snapshot(layout, branch, snapshot_id)
-        if doc is None:
-            continue
-        props = doc.get("properties") or {}
-        if all(props.get(key) == value for key, value in wanted.items()):
-            return snapshot_id
-    return None
+    found = next(snapshots_of_run(layout, branch, airflow_properties(try_env), limit=MAX_SNAPSHOTS_SCANNED), None)
+    return None if found is None else int(found["id"])

@@ -19,7 +19,11 @@ job needs and users would otherwise wire by hand:
   branch, so the same job re-runs against a branch without a code change
   (docs/datasource.md, "Branch redirects");
 * the job's ``PAIMON_RESULT {json}`` line (when it prints one) as the XCom value, and
-  its ``PAIMON_ERROR`` line as the task's error message.
+  its ``PAIMON_ERROR`` line as the task's error message;
+* ``asset_partitions=True``: the ``paimon://`` assets in ``outlets`` get one Airflow
+  asset event per Paimon partition the job's commits changed (``dt=2026-11-03/region=eu``),
+  read from the snapshots this task try committed (their properties name the try) and
+  their delta manifests, not from the job's arguments (docs/assets.md).
 
 The driver runs in client deploy mode (the result line and the secrets need it next to
 Airflow); executors run wherever the ``spark`` connection's master puts them.
@@ -35,6 +39,15 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
+from airflow_provider_paimon.operators.asset_partitions import (
+    PartitionTarget,
+    check_asset_partitions,
+    emit_partition_events,
+    outlet_tables,
+    own_warehouse_hook,
+    paimon_outlets,
+    try_partition_env,
+)
 from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.links import MarquezLink
 from airflow_provider_paimon.operators.run_tagging import (
@@ -95,6 +108,12 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     :param run_tag_tables: the tables (``db.table``) the application writes, for
         ``run_tag`` (templated); a table redirected by ``branch_redirects`` is tagged on
         that branch. Tables are read through ``paimon_conn_id`` (default ``paimon_default``).
+    :param asset_partitions: ``True``: each ``paimon://`` asset in ``outlets`` gets one
+        partitioned asset event per partition the try's commits to that table (and
+        branch) changed, for DAGs on ``PartitionedAssetTimetable``; such events no longer
+        wake DAGs scheduled plainly on the asset (Airflow keeps the two apart). Needs a
+        ``paimon://`` outlet in the ``paimon_conn_id`` connection's warehouse. Default
+        ``False``: plain asset events, as Airflow emits for any outlet.
     """
 
     template_fields: Sequence[str] = (
@@ -139,9 +158,16 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         spark_log_level: str | None = DEFAULT_LOG_LEVEL,
         run_tag: bool | str = False,
         run_tag_tables: list[str] | None = None,
+        asset_partitions: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.asset_partitions = check_asset_partitions(asset_partitions, self.task_id)
+        if self.asset_partitions and not paimon_outlets(self.outlets):
+            raise ValueError(
+                f"{self.task_id}: asset_partitions=True needs the paimon:// asset of each table the "
+                "application writes in outlets (e.g. outlets=[asset_for(WAREHOUSE, 'db.orders')])"
+            )
         self.spark_log_level = checked_log_level(spark_log_level)
         try:
             self.run_tag_prefix = check_run_tag(run_tag)
@@ -224,7 +250,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             application=application,
             secret_options=catalog_options or None,
             secret_env=secret_env or None,
-            context_env=airflow_context_env(context),  # the run, on the job's snapshots
+            context_env=self.try_env(context),  # the run, on the job's snapshots
             require_result=False,
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context, url is not None, database),
@@ -240,6 +266,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
                     parse_table_name(str(table))
                 except PaimonError as err:
                     raise AirflowFailException(f"run_tag_tables: {err}; nothing was submitted") from None
+        targets = self.partition_targets() if self.asset_partitions else []
         self._hook = self.make_hook(context)
         result = self._hook.run()
         if result is None:
@@ -249,7 +276,59 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         if self.run_tag_prefix is not None:
             tags = self.tag_the_run(context)
             result = {**(result or {}), "run_tag": tags}
+        if targets:
+            result = {**(result or {}), "asset_partitions": self.emit_asset_partitions(context, targets)}
         return result
+
+    def try_env(self, context: Context) -> dict[str, str]:
+        """``AIRFLOW_CTX_*`` naming this try (and, with ``asset_partitions``, that it reports
+        its partitions itself), for the job's environment and so its snapshots' properties."""
+        env = airflow_context_env(context)
+        return {**env, **try_partition_env()} if env and self.asset_partitions else env
+
+    def partition_targets(self) -> list[PartitionTarget]:
+        """The ``paimon://`` outlets, each with its latest snapshot before the job (the
+        scan for the try's commits stops there). Read through ``paimon_conn_id`` (its
+        warehouse's tables only), else through each asset's own warehouse (no credentials)."""
+        from airflow_provider_paimon.hooks.paimon import PaimonHook
+
+        assets = paimon_outlets(self.outlets)
+        conn_id = (self.paimon_conn_id or "").strip()
+        try:
+            if conn_id:
+                targets = outlet_tables(PaimonHook(paimon_conn_id=conn_id), assets)
+            else:
+                targets = [t for a in assets for t in outlet_tables(own_warehouse_hook(a), [a])]
+        except (PaimonError, ValueError) as err:
+            raise AirflowFailException(f"asset_partitions: {err}; nothing was submitted") from None
+        for asset in assets:
+            if asset.uri not in {t.asset.uri for t in targets}:
+                self.log.warning(
+                    "asset_partitions: outlet %s is not a table of the %s connection's warehouse; "
+                    "it gets a plain asset event", asset.uri, conn_id,
+                )
+        return targets
+
+    def emit_asset_partitions(self, context: Context, targets: list[PartitionTarget]) -> dict[str, list[str]]:
+        """One partitioned event per partition this try's commits changed, per target."""
+        from airflow_provider_paimon.paimon.commit_properties import airflow_properties
+
+        wanted = airflow_properties(self.try_env(context))
+        emitted: dict[str, list[str]] = {}
+        for target in targets:
+            try:
+                keys, snapshot_ids = target.partitions_committed(wanted)
+            except PaimonError as err:
+                raise AirflowFailException(
+                    f"{self.task_id}: the application succeeded, but the partitions it changed in "
+                    f"{target.table} could not be read ({err}); no asset event was emitted (not "
+                    "retried: a retry would run the application again)"
+                ) from None
+            extra = {"paimon": {"table": target.table, "branch": target.branch or "main",
+                                "snapshot_ids": snapshot_ids}}
+            emitted[target.asset.uri] = emit_partition_events(self, context, target.asset, keys, extra)
+        self.log.info("asset_partitions: %s", emitted)
+        return emitted
 
     def tag_the_run(self, context: Context) -> list[dict[str, Any]]:
         """``run_tag``: the run's tag on the snapshot this try committed to each table."""

@@ -53,6 +53,7 @@ def check_time_retained(value: Any) -> Any:
 
 class _TagOperator(PaimonSparkJobOperator):
     job_family = "tag"
+    partition_events_allowed = False  # a tag changes no rows a reader sees
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "tag", "branch")
 
     def __init__(self, *, tag: str, branch: str | None = None, **kwargs: Any) -> None:

@@ -12,6 +12,9 @@ Paimon Java and pypaimon keep and ignore), so a snapshot names the run behind it
 ``airflow.try_number`` ``$AIRFLOW_CTX_TRY_NUMBER``
 ``airflow.map_index``  ``$AIRFLOW_CTX_MAP_INDEX`` (mapped tasks only)
 ``spark.app.id``       the Spark application that committed
+``airflow.asset_partitions``  ``$PAIMON_ASSET_PARTITIONS``: ``reported`` when the
+                       task emits its own partitioned asset events for its commits
+                       (``asset_partitions=True``), so a watcher's relay skips them
 =====================  ======================================================
 
 Where the values come from: Airflow's task runner exports ``AIRFLOW_CTX_*`` into the
@@ -28,7 +31,7 @@ builds it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,10 @@ TASK_ID = "airflow.task_id"
 TRY_NUMBER = "airflow.try_number"
 MAP_INDEX = "airflow.map_index"
 SPARK_APP_ID = "spark.app.id"
+ASSET_PARTITIONS = "airflow.asset_partitions"
+#: the environment variable behind ``ASSET_PARTITIONS``, and its one value
+ASSET_PARTITIONS_ENV = "PAIMON_ASSET_PARTITIONS"
+ASSET_PARTITIONS_REPORTED = "reported"
 
 #: environment variable -> snapshot property
 ENV_KEYS: dict[str, str] = {
@@ -46,6 +53,7 @@ ENV_KEYS: dict[str, str] = {
     "AIRFLOW_CTX_TASK_ID": TASK_ID,
     "AIRFLOW_CTX_TRY_NUMBER": TRY_NUMBER,
     "AIRFLOW_CTX_MAP_INDEX": MAP_INDEX,
+    ASSET_PARTITIONS_ENV: ASSET_PARTITIONS,
 }
 #: every key this module writes (a copied snapshot drops them before naming its own run)
 RUN_KEYS = frozenset({*ENV_KEYS.values(), SPARK_APP_ID})
@@ -130,6 +138,32 @@ def run_of(properties: Mapping[str, Any] | None) -> RunRef | None:
         map_index=_int(props.get(MAP_INDEX)),
         spark_app_id=_clean(props.get(SPARK_APP_ID)) or None,
     )
+
+
+def snapshots_of_run(
+    layout: Any, branch: str | None, wanted: Mapping[str, str], *, after: int | None = None,
+    limit: int = 1000,
+) -> Iterator[dict[str, Any]]:
+    """The snapshots of ``branch`` whose properties hold every ``wanted`` pair, newest first.
+
+    Scans back from the latest snapshot, no further than ``after`` (exclusive: the
+    latest snapshot before the run started) and at most ``limit`` snapshots, so the cost
+    is what the run committed, not the branch's history. ``wanted`` empty: none.
+    ``layout`` is a ``snapshots.TableLayout``.
+    """
+    from .snapshots import latest_snapshot_id, read_snapshot
+
+    if not wanted:
+        return
+    latest = latest_snapshot_id(layout, branch)
+    if latest is None:
+        return
+    lowest = max(0, latest - limit, after or 0)
+    for snapshot_id in range(latest, lowest, -1):
+        doc = read_snapshot(layout, branch, snapshot_id)
+        props = (doc or {}).get("properties") or {}
+        if doc is not None and all(props.get(key) == value for key, value in wanted.items()):
+            yield doc
 
 
 def _clean(value: Any) -> str:

@@ -49,6 +49,8 @@ from . import fileops
 from .compaction.scan import latest_snapshot
 from .errors import InvalidArgumentError, PaimonError
 from .names import MAIN_BRANCH
+from .partition_keys import escape_path_name as escape_path_name  # public here before it moved
+from .partition_keys import partition_key
 from .partitions import default_partition_name, format_partition_value, parse_partition_spec
 from .snapshots import TableLayout
 from .tag._common import resolve_branch
@@ -56,9 +58,6 @@ from .tag._common import resolve_branch
 SUCCESS_FILE_NAME = "_SUCCESS"
 MARK_DONE_ACTION_OPTION = "partition.mark-done-action"
 SUCCESS_FILE_ACTION = "success-file"
-
-# Java PartitionPathUtils.CHAR_TO_ESCAPE: control characters, DEL and these.
-_ESCAPED = set("\"#%'*/:=?\\{}[]^")
 
 
 class SuccessFileError(PaimonError):
@@ -222,13 +221,6 @@ def partition_path(table: Any, partition: Mapping[str, Any]) -> str:
     return _validate(table, partition).path
 
 
-def escape_path_name(text: str) -> str:
-    """Java ``PartitionPathUtils.escapePathName``: ``%XX`` for the characters it escapes."""
-    return "".join(
-        f"%{ord(c):02X}" if ord(c) < 32 or ord(c) == 127 or c in _ESCAPED else c for c in text
-    )
-
-
 # --- helpers --------------------------------------------------------------------------
 
 
@@ -259,11 +251,7 @@ def _validate(table: Any, partition: Mapping[str, Any]) -> _Partition:
     values = tuple(typed[k] for k in prefix)
     default = default_partition_name(table)
     text = {k: format_partition_value(v, default) for k, v in zip(prefix, values, strict=True)}
-    # pypaimon's canonical partition text is Java's InternalRowPartitionComputer
-    # (legacy names, float formatting, timestamps, default name for null).
-    names = table.path_factory()._canonical_partition(values)
-    path = "/".join(f"{escape_path_name(k)}={escape_path_name(v)}" for k, v in zip(prefix, names, strict=True))
-    return _Partition(text=text, values=values, path=path)
+    return _Partition(text=text, values=values, path=partition_key(table, values))
 
 
 def _live_entries_in(table: Any, snapshot: Any, spec: _Partition) -> list[Any]:

@@ -14,6 +14,8 @@ The work is in ``airflow_provider_paimon.paimon.partition_status``. ``deferrable
 checks once on the worker and hands the wait to ``PaimonPartitionTrigger`` (no worker
 slot held); only connection ids are serialized, never secrets. The XCom result is the
 partition's status (path, snapshot id, file and row counts, success file times).
+``asset_partitions=True`` emits, on success, one partitioned asset event of the table's
+``paimon://`` asset for the partition (key: its folder, ``dt=2026-11-03``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_paimon.lineage.retry import outlasts_a_poll
+from airflow_provider_paimon.operators.asset_partitions import (
+    announce_partition,
+    check_asset_partitions,
+)
 from airflow_provider_paimon.operators.templated_secrets import (
     MaskRenderedSecrets,
     refuse_secrets_message,
@@ -57,6 +63,11 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
     :param warehouse_options: extra catalog options (no secrets when deferrable).
     :param paimon_conn_id: a ``paimon`` connection (warehouse, catalog options, secrets).
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
+    :param asset_partitions: ``True``: when the partition is there (or done), emit one
+        partitioned asset event of ``table``'s ``paimon://`` asset on ``branch`` for it,
+        key = its folder (``dt=2026-11-03``), extra ``{"paimon": {"event":
+        "partition_has_data" | "partition_done", ...the status}}``; DAGs on
+        ``PartitionedAssetTimetable`` then run for that partition. Default ``False``.
 
     An unknown table or branch, or a partition spec the table's columns do not accept,
     fails the task at once; a warehouse that is briefly unreachable is retried next poke.
@@ -86,9 +97,11 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         warehouse_options: dict[str, str] | None = None,
         paimon_conn_id: str | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        asset_partitions: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.asset_partitions = check_asset_partitions(asset_partitions, self.task_id)
         check_wait_for(wait_for)
         self.partition = check_partition_arg(partition)
         self.table = table
@@ -119,13 +132,13 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         except ValueError as err:
             raise AirflowFailException(str(err)) from None
         if not self.deferrable:
-            return super().execute(context)
+            return self.announce(context, super().execute(context))
         problems = trigger_secret_problems(check)
         if problems:
             raise AirflowFailException(refuse_secrets_message(problems))
         done = self.poke(context)  # already there: no trigger needed
         if isinstance(done, PokeReturnValue) and done.is_done:
-            return done.xcom_value
+            return self.announce(context, done.xcom_value)
         self.log.info("deferring to the triggerer (poll every %ss)", self.poke_interval)
         self.defer(
             trigger=PaimonPartitionTrigger(
@@ -165,7 +178,7 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         status = event.get("status")
         message = event.get("message") or "no details"
         if status == "success":
-            return event.get("result")
+            return self.announce(context, event.get("result"))
         if status == "timeout":
             error: Exception = AirflowSensorTimeout(f"Sensor has timed out: {message}")
         elif status == "error":
@@ -175,6 +188,21 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         if self.soft_fail:
             raise AirflowSkipException(f"Skipping due to soft_fail: {message}") from error
         raise error
+
+
+    def announce(self, context: Any, status: Any) -> Any:
+        """With ``asset_partitions``: the partitioned asset event for the partition found;
+        returns ``status`` (the XCom value) unchanged."""
+        if not self.asset_partitions or not isinstance(status, dict) or not status.get("path"):
+            return status
+        from airflow_provider_paimon.hooks.paimon import PaimonHook
+
+        check = self.check_kwargs()
+        hook = PaimonHook.for_task(check["warehouse"], check["paimon_conn_id"], check["warehouse_options"])
+        details = {"event": f"partition_{check['wait_for']}", "partition": status.get("partition"),
+                   "snapshot_id": status.get("snapshot_id"), "row_count": status.get("row_count")}
+        announce_partition(self, context, hook, check["table"], check["branch"], status["path"], details)
+        return status
 
 
 def _said(wait_for: str) -> str:

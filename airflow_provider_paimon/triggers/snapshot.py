@@ -26,6 +26,15 @@ skip a repeat. On an older Airflow (no shared streams) ``run()`` saves the posit
 right after handing each event to the triggerer, so a crash before the event is stored
 could lose that one event; the docs (docs/assets.md) say so.
 
+**Partitions** (``partition_keys=True``). Each event's payload also lists the
+partitions the snapshot changed, ``partition_keys`` (Paimon's folder names,
+``dt=2026-11-03/region=eu``), read from the snapshot's delta manifests. Airflow 3.3
+stores a watcher's events without a partition key (``Trigger.submit_event`` has no
+place for one), so they cannot queue a DAG on ``PartitionedAssetTimetable`` directly:
+``PaimonPartitionRelayOperator`` re-emits them as one partitioned event per key. One
+event per snapshot, not per partition: Airflow 3.3 gives events that arrive together a
+run for the first only (apache/airflow#56050), which would strand the others.
+
 Arguments are plain values and connection ids; secrets stay in the ``paimon``
 connection, resolved in the triggerer (``trigger_secret_problems`` refuses anything
 else). Metadata reads and the position write run in worker threads (``sync_to_async``).
@@ -51,6 +60,7 @@ from airflow_provider_paimon.paimon.names import (
     parse_table_name,
     validate_branch_name,
 )
+from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.snapshot_feed import (
     DEFAULT_BATCH,
     FeedPage,
@@ -137,6 +147,13 @@ class SnapshotWatch:
 
         self._load()
         save_next_snapshot(self._table, self.consumer_id, next_snapshot)
+
+    def partition_keys(self, snapshot_id: int) -> list[str]:
+        """The partitions ``snapshot_id`` changed (its delta manifests), as partition keys."""
+        from airflow_provider_paimon.paimon.partition_keys import changed_partition_keys
+
+        self._load()
+        return changed_partition_keys(self._table, [int(snapshot_id)], self.branch)
 
     def describe(self, error: BaseException) -> str:
         """``error`` as a log line, with any catalog secret scrubbed out."""
@@ -260,6 +277,9 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
     :param poll_interval: seconds between looks at the table (> 0).
     :param start_snapshot: where a watcher without a saved position begins (default:
         the snapshot after the latest one at its first start).
+    :param partition_keys: ``True``: each event's payload also has ``partition_keys``,
+        the partitions the snapshot changed (``[]`` for an unpartitioned table), for
+        ``PaimonPartitionRelayOperator``. Default ``False``.
     """
 
     def __init__(
@@ -273,8 +293,10 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
         paimon_conn_id: str | None = None,
         poll_interval: float = 30.0,
         start_snapshot: int | None = None,
+        partition_keys: bool = False,
     ) -> None:
         super().__init__()
+        partition_keys = parse_bool(partition_keys, "partition_keys")  # fails closed, names the words
         parse_table_name(table)
         if not consumer_id:
             raise InvalidArgumentError(
@@ -311,22 +333,24 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
         self.paimon_conn_id = paimon_conn_id or None
         self.poll_interval = interval
         self.start_snapshot = start_snapshot
+        self.partition_keys = partition_keys
+        self._partitions: SnapshotWatch | None = None  # the triggerer's reader, made on first use
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "table": self.table,
-                "consumer_id": self.consumer_id,
-                "branch": self.branch,
-                "commit_kinds": list(self.commit_kinds),
-                "warehouse": self.warehouse,
-                "warehouse_options": dict(self.warehouse_options),
-                "paimon_conn_id": self.paimon_conn_id,
-                "poll_interval": self.poll_interval,
-                "start_snapshot": self.start_snapshot,
-            },
-        )
+        kwargs: dict[str, Any] = {
+            "table": self.table,
+            "consumer_id": self.consumer_id,
+            "branch": self.branch,
+            "commit_kinds": list(self.commit_kinds),
+            "warehouse": self.warehouse,
+            "warehouse_options": dict(self.warehouse_options),
+            "paimon_conn_id": self.paimon_conn_id,
+            "poll_interval": self.poll_interval,
+            "start_snapshot": self.start_snapshot,
+        }
+        if self.partition_keys:  # absent when off: a watcher's serialized form (its identity) stays as it was
+            kwargs["partition_keys"] = True
+        return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
     # -- ack mode (Airflow 3.3+) -------------------------------------------------------
 
@@ -344,8 +368,25 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
     async def filter_shared_stream(self, shared_stream: AsyncIterator[Any]) -> AsyncIterator[TriggerEvent]:
         async for payload in shared_stream:
             if payload.get("commit_kind") in self.commit_kinds:
-                yield TriggerEvent(payload)
+                yield TriggerEvent(await self.with_partitions(payload))
             # other kinds: nothing to yield; looping back marks the snapshot handled
+
+    async def with_partitions(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """``payload`` plus ``partition_keys`` when asked; a failed read is retried every
+        ``poll_interval`` (logged), never skipped: the position waits for it."""
+        if not self.partition_keys:
+            return payload
+        if self._partitions is None:
+            self._partitions = SnapshotWatch(**self.serialize()[1])
+        reader = self._partitions
+        while True:
+            try:
+                keys = await _thread(reader.partition_keys)(int(payload["snapshot_id"]))
+                return {**payload, "partition_keys": keys}
+            except Exception as err:  # noqa: BLE001 - logged, retried: the event waits
+                log.error("cannot read the partitions of snapshot %s of %s, retrying in %ss: %s",
+                          payload.get("snapshot_id"), reader.where(), self.poll_interval, reader.describe(err))
+                await asyncio.sleep(self.poll_interval)
 
     # -- standalone (no shared stream) -------------------------------------------------
 
@@ -354,6 +395,6 @@ class PaimonSnapshotTrigger(BaseEventTrigger):
         producer = SnapshotFeedProducer(self.serialize()[1])
         async for payload, snapshot_id in producer.open_stream():
             if payload.get("commit_kind") in self.commit_kinds:
-                yield TriggerEvent(payload)
+                yield TriggerEvent(await self.with_partitions(payload))
             producer.handled(snapshot_id)
             await producer.save_position()

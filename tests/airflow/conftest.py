@@ -97,6 +97,21 @@ class Warehouse:
         return sorted(builder.new_read().to_arrow(splits).column("id").to_pylist())
 
 
+def load_dag_file(name: str, source: str):
+    """Write ``source`` as ``<DAGs folder>/<name>.py`` and import it (``module.dag.test()``
+    then runs it against the session's metadata DB, other DAGs of the file registered)."""
+    import importlib.util
+
+    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, conn: dict) -> None:
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
 

@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from conftest import SECRET, set_connection
+from conftest import SECRET, load_dag_file, set_connection
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_job import PaimonJobInputError, PaimonSparkJobHook
@@ -42,27 +42,11 @@ with DAG("paimon_e2e", schedule=None, params={"table": "db.events"}) as dag:
 """
 
 
-def _load_dag_file(name: str, source: str):
-    """Write a DAG file into the dags folder (dag.test() syncs that bundle) and import it."""
-    import importlib.util
-    import os
-    from pathlib import Path
-
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
-
-
 def test_correction_flow_through_dag_test_with_xcom(wh, airflow_db, tmp_path, monkeypatch):
     """A branch-create submit under dag.test(); its result reaches the next task through XCom."""
     out = tmp_path / "xcom.json"
     monkeypatch.setenv("PAIMON_E2E_OUT", str(out))
-    dag = _load_dag_file("paimon_e2e", CORRECTION_DAG)
+    dag = load_dag_file("paimon_e2e", CORRECTION_DAG).dag
 
     run = dag.test()
     assert run.state == "success", run.state

@@ -3,13 +3,12 @@ data-aware schedule run through real Airflow (``dag.test()`` on the temp SQLite 
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import load_dag_file
 
 from airflow_provider_paimon.assets import (
     asset_for,
@@ -191,17 +190,6 @@ with DAG("paimon_asset_producer", schedule=None) as producer:
 '''
 
 
-def _load_dags(name: str, source: str):
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_data_aware_schedule_on_a_paimon_table(warehouse, airflow_db):
     """A producer task with the table's asset as outlet queues the DAG scheduled on it."""
 
@@ -209,7 +197,7 @@ def test_data_aware_schedule_on_a_paimon_table(warehouse, airflow_db):
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    module = _load_dags("paimon_asset_dags", SCHEDULE_DAGS.format(warehouse=warehouse))
+    module = load_dag_file("paimon_asset_dags", SCHEDULE_DAGS.format(warehouse=warehouse))
     uri = asset_uri(warehouse, "db.events")
     run = module.producer.test()
     assert run.state == "success"

@@ -8,11 +8,8 @@ task's "Paimon lineage" extra link must point at that snapshot.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
-
 import pytest
+from conftest import load_dag_file
 
 from airflow_provider_paimon.paimon.commit_properties import ENV_KEYS, run_of
 
@@ -31,24 +28,13 @@ with DAG("paimon_runlink", schedule=None) as dag:
 """
 
 
-def _load_dag(name: str, source: str):
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
-
-
 def test_compaction_snapshot_names_the_dag_run(wh, airflow_db, monkeypatch):
     # dag.test() exports AIRFLOW_CTX_* into this process; undo that afterwards
     for key in ENV_KEYS:
         monkeypatch.setenv(key, "")
         monkeypatch.delenv(key)
     before = wh.table("db.events").snapshot_manager().get_latest_snapshot().id
-    dag = _load_dag("paimon_runlink", COMPACT_DAG)
+    dag = load_dag_file("paimon_runlink", COMPACT_DAG).dag
 
     run = dag.test()
 

@@ -233,6 +233,69 @@ def test_branch_watcher_sees_branch_commits_only_and_keeps_its_position_there(wa
     assert list_consumers(table(warehouse, "fix")) == {"airflow-test": 3}
 
 
+def test_partition_keys_list_the_partitions_each_snapshot_changed(warehouse):
+    """partition_keys=True: the payload names the partitions the commit wrote (the test's
+    own rows are the reference), for a watcher sharing its poll with one that did not ask;
+    the run() fallback adds them too."""
+    import pyarrow as pa
+    from pypaimon import Schema
+
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("region", pa.string())])
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db", True)
+    catalog.create_table(TABLE, Schema.from_pyarrow_schema(schema, partition_keys=["dt", "region"]), False)
+    tbl = load_table(catalog, TABLE)
+
+    def write(partitions: list[tuple[str, str]]) -> int:
+        builder = tbl.new_batch_write_builder()
+        w, c = builder.new_write(), builder.new_commit()
+        w.write_arrow(pa.Table.from_pylist(
+            [{"id": i, "dt": d, "region": r} for i, (d, r) in enumerate(partitions)], schema=schema))
+        c.commit(w.prepare_commit())
+        w.close()
+        c.close()
+        return tbl.snapshot_manager().get_latest_snapshot().id
+
+    writes = [[("2026-11-03", "eu"), ("2026-11-03", "us"), ("2026-11-03", "eu")], [("2026-11-04", "eu")]]
+
+    async def scenario():
+        keyed = trigger(warehouse, partition_keys=True)
+        plain = trigger(warehouse)
+        manager = SharedStreamManager(ack_timeout=30)
+        got: dict[str, list[dict]] = {"keyed": [], "plain": []}
+        tasks = []
+        for trigger_id, (name, trig) in enumerate({"keyed": keyed, "plain": plain}.items()):
+            stream = manager.subscribe(trigger_id=trigger_id, trigger=trig, key=trig.shared_stream_key())
+
+            async def consume(name=name, trig=trig, stream=stream, trigger_id=trigger_id):
+                async for event in trig.filter_shared_stream(stream):
+                    manager.confirm_persisted([manager.bind_pending_event(trigger_id=trigger_id,
+                                                                          key=trig.shared_stream_key())])
+                    got[name].append(event.payload)
+
+            tasks.append(asyncio.create_task(consume()))
+        await until(lambda: position(warehouse) == 1)
+        ids = [await asyncio.to_thread(write, partitions) for partitions in writes]
+        await until(lambda: len(got["keyed"]) == 2 and len(got["plain"]) == 2)
+        for task in tasks:
+            task.cancel()
+        await manager.stop_all()
+        fallback = trigger(warehouse, partition_keys=True, consumer_id="fallback", start_snapshot=ids[1]).run()
+        last = await asyncio.wait_for(fallback.__anext__(), 15)
+        await fallback.aclose()
+        return got, ids, last.payload
+
+    got, ids, last = asyncio.run(scenario())
+    expected = [list(dict.fromkeys(f"dt={d}/region={r}" for d, r in partitions)) for partitions in writes]
+    assert [(p["snapshot_id"], p["partition_keys"]) for p in got["keyed"]] == list(zip(ids, expected, strict=True))
+    assert [p["snapshot_id"] for p in got["plain"]] == ids
+    assert all("partition_keys" not in p for p in got["plain"])  # only the watcher that asked
+    assert (last["snapshot_id"], last["partition_keys"]) == (ids[1], expected[1])
+    json.dumps(got)
+
+
 def test_run_without_shared_stream_saves_position_after_each_event(warehouse):
     """The fallback path (Airflow without shared streams) with the same events."""
     tbl = make_table(warehouse)
