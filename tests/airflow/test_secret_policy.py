@@ -181,7 +181,7 @@ def test_missing_spark_connection_fails_fast_naming_it(airflow_db, wh, no_submit
     submitting anything (no silent fallback to yarn)."""
     from airflow.models import Connection
     from airflow.utils.session import create_session
-    from test_airflow_submit_e2e import _load_dag_file
+    from conftest import load_dag_file
 
     out = tmp_path / "probe.json"
     monkeypatch.setenv("PAIMON_PROBE_OUT", str(out))
@@ -190,7 +190,7 @@ def test_missing_spark_connection_fails_fast_naming_it(airflow_db, wh, no_submit
         session.add(Connection(conn_id="spark_in_db", conn_type="spark", host="local[1]"))
     before = wh.files()
     try:
-        dag = _load_dag_file("paimon_spark_conn", SPARK_CONN_DAG)
+        dag = load_dag_file("paimon_spark_conn", SPARK_CONN_DAG).dag
         run = dag.test()
     finally:
         with create_session() as session:
