@@ -161,11 +161,11 @@ with DAG("paimon_schema_e2e", schedule=None, params={"table": "db.events", "bran
 
 
 def test_dag_test_result_reaches_the_next_task(wh, airflow_db, tmp_path, monkeypatch):
-    from test_airflow_submit_e2e import _load_dag_file
+    from conftest import load_dag_file
 
     out = tmp_path / "xcom.json"
     monkeypatch.setenv("PAIMON_SCHEMA_OUT", str(out))
-    dag = _load_dag_file("paimon_schema_e2e", SCHEMA_DAG)
+    dag = load_dag_file("paimon_schema_e2e", SCHEMA_DAG).dag
     run = dag.test()
     assert run.state == "success", run.state
     result = json.loads(out.read_text())

@@ -399,12 +399,14 @@ def test_watcher_on_our_asset_and_listed_by_the_provider(warehouse):
 
 
 def test_docs_sample_builds_a_watched_paimon_asset():
-    """The ``py`` sample of docs/assets.md (the page's ``python`` block is test_assets.py's)."""
+    """The watched-asset ``py`` sample of docs/assets.md (the page's ``python`` block is
+    test_assets.py's; its partition excerpt is dags/partition_assets_dag.py, run by
+    test_partition_assets_real_airflow.py)."""
     import re
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "assets.md").read_text()
-    (sample,) = re.findall(r"```py\n(.*?)```", doc, flags=re.S)
+    (sample,) = [s for s in re.findall(r"```py\n(.*?)```", doc, flags=re.S) if '"orders_report"' in s]
     namespace: dict = {}
     exec(compile(sample, "docs/assets.md", "exec"), namespace)
     orders = namespace["ORDERS"]

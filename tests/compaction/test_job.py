@@ -116,3 +116,32 @@ def test_bad_input_exits_2_and_commits_nothing(spark, warehouse, capsys, extra, 
     assert result is None
     assert "PAIMON_ERROR" in err and fragment in err
     assert files_on_disk(warehouse) == disk
+
+
+def test_compact_job_never_hands_where_to_spark(spark, warehouse, capsys):
+    """A hostile where fails with exit 2 before Spark sees it: the JVM side-effect never happens."""
+    table = make_table(warehouse, options=SMALL)
+    append_many(table, 4)
+    disk = files_on_disk(warehouse)
+    system = spark.sparkContext._jvm.java.lang.System
+    system.clearProperty("paimon.where.pwned")
+    hostile = "p = 'a' OR reflect('java.lang.System', 'setProperty', 'paimon.where.pwned', 'yes') IS NOT NULL"
+    code = job.main(["--warehouse", warehouse, "--table", "db.t", "--where", hostile])
+    out = capsys.readouterr()
+    assert code == 2 and parse_result(out.out) is None
+    assert "function calls are not allowed (reflect" in out.err
+    assert system.getProperty("paimon.where.pwned") is None
+    assert files_on_disk(warehouse) == disk
+
+    # a valid predicate still compacts exactly the partitions it names
+    code = job.main(["--warehouse", warehouse, "--table", "db.t", "--where", "p IN ('b') AND NOT p IS NULL"])
+    result = parse_result(capsys.readouterr().out)
+    assert code == 0 and result["committed"] is True
+    assert {b["partition"]["p"] for b in result.get("plan", {}).get("bins", [])} <= {"b"}
+    from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
+
+    t = reload(warehouse)
+    per_part: dict[str, int] = {}
+    for e in live_entries(t, latest_snapshot(t)):
+        per_part[e.partition.values[0]] = per_part.get(e.partition.values[0], 0) + 1
+    assert per_part["a"] == 4 and per_part["b"] < 4

@@ -337,21 +337,26 @@ def test_a_capture_without_a_store_leaves_option_lineage_to_the_data_source():
 
 @pytest.mark.postgres
 def test_lineage_keys_do_not_reach_a_jdbc_catalogs_driver(postgres_server_url, warehouse, unique_name):
-    """pypaimon's JDBC catalog hands every jdbc.* option to its driver: jdbc.url would break it."""
+    """pypaimon's JDBC catalog hands every jdbc.* option to its driver: jdbc.url would break it.
+
+    Whoever merges options before opening a catalog drops the proposal's keys
+    (``pypaimon_catalog_options``); ``open_catalog`` itself knows nothing of lineage.
+    """
     import sqlalchemy as sa
 
+    from airflow_provider_paimon.lineage.meta_options import pypaimon_catalog_options
     from airflow_provider_paimon.paimon.catalog import open_catalog
 
     server = sa.create_engine(postgres_server_url, isolation_level="AUTOCOMMIT")
     with server.connect() as conn:
         conn.exec_driver_sql(f'CREATE DATABASE "{unique_name}"')
     try:
-        catalog = open_catalog(warehouse, {
+        catalog = open_catalog(warehouse, pypaimon_catalog_options({
             "metastore": "jdbc", "uri": f"jdbc:postgresql://127.0.0.1:5432/{unique_name}",
             "jdbc.user": "postgres", "table-lineage": "true", "lineage-meta": "jdbc",
             "jdbc.url": "jdbc:postgresql://127.0.0.1:5432/test", "jdbc.driver": "org.postgresql.Driver",
             "jdbc.database": "lineage",
-        })
+        }))
         catalog.create_database("db", True)
         assert "db" in catalog.list_databases()
         for attr in ("connection", "_connection", "conn"):  # release it before the DROP

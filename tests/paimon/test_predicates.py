@@ -1,7 +1,7 @@
 """Compaction's ``where`` whitelist: what it accepts, what it refuses, how it evaluates.
 
-The parser and evaluator are plain Python (no Spark); one test runs the compact job on
-the shared SparkSession to show a hostile ``where`` never reaches Spark SQL.
+The parser and evaluator are plain Python (no Spark); the compact job test that shows a
+hostile ``where`` never reaches Spark SQL is in tests/compaction/test_job.py.
 """
 
 from __future__ import annotations
@@ -114,43 +114,6 @@ def test_blank_and_unpartitioned():
 def test_column_named_date_still_works_and_date_literals_too():
     keep = where_filter("date = DATE '2026-11-01' OR `date` > '2026-11-05'", {"date": "DATE"})
     assert [keep({"date": dt.date(2026, 11, d)}) for d in (1, 2, 6)] == [True, False, True]
-
-
-@pytest.mark.spark
-def test_compact_job_never_hands_where_to_spark(spark, warehouse, capsys):
-    """A hostile where fails with exit 2 before Spark sees it: the JVM side-effect never happens."""
-    from airflow_provider_paimon.spark.jobs import compact as job
-    from airflow_provider_paimon.spark.jobs.common import parse_result
-
-    from .helpers import SMALL, append_many, files_on_disk, make_table
-
-    table = make_table(warehouse, options=SMALL)
-    append_many(table, 4)
-    disk = files_on_disk(warehouse)
-    system = spark.sparkContext._jvm.java.lang.System
-    system.clearProperty("paimon.where.pwned")
-    hostile = "p = 'a' OR reflect('java.lang.System', 'setProperty', 'paimon.where.pwned', 'yes') IS NOT NULL"
-    code = job.main(["--warehouse", warehouse, "--table", "db.t", "--where", hostile])
-    out = capsys.readouterr()
-    assert code == 2 and parse_result(out.out) is None
-    assert "function calls are not allowed (reflect" in out.err
-    assert system.getProperty("paimon.where.pwned") is None
-    assert files_on_disk(warehouse) == disk
-
-    # a valid predicate still compacts exactly the partitions it names
-    code = job.main(["--warehouse", warehouse, "--table", "db.t", "--where", "p IN ('b') AND NOT p IS NULL"])
-    result = parse_result(capsys.readouterr().out)
-    assert code == 0 and result["committed"] is True
-    assert {b["partition"]["p"] for b in result.get("plan", {}).get("bins", [])} <= {"b"}
-    from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
-
-    from .helpers import reload
-
-    t = reload(warehouse)
-    per_part: dict[str, int] = {}
-    for e in live_entries(t, latest_snapshot(t)):
-        per_part[e.partition.values[0]] = per_part.get(e.partition.values[0], 0) + 1
-    assert per_part["a"] == 4 and per_part["b"] < 4
 
 
 def test_partition_values_kept_as_text_are_compared_as_their_type():

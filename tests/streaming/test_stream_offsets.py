@@ -11,6 +11,7 @@ import json
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity, table_identity
 from airflow_provider_paimon.paimon.stream_scan import OffsetTableMismatchError, StreamOffset
 from airflow_provider_paimon.spark.datasource.streaming_reader import create_stream_reader
 from airflow_provider_paimon.spark.options import parse_options
@@ -39,6 +40,8 @@ def test_offsets_name_the_table_and_old_offsets_still_work(warehouse):
     reader = _reader(warehouse)
     initial = _spark_json(reader.initialOffset())
     first = _spark_json(reader.latestOffset(initial, ReadAllAvailable()))
+    # The offset carries the identity of the last snapshot it read (a reused id is told apart).
+    assert SnapshotIdentity.of(first.pop("lineageCommit")) == table_identity(src, 2)
     assert first == {
         "nextSnapshot": 3,
         "fullSnapshot": 2,
@@ -49,12 +52,13 @@ def test_offsets_name_the_table_and_old_offsets_still_work(warehouse):
     }
     assert len(reader.partitions(initial, first)) == 1
     reader.commit(first)
-    assert reader.latestOffset(first, ReadAllAvailable()) == first  # nothing new: same offset
+    assert reader.latestOffset(first, ReadAllAvailable()) == first  # nothing new: same offset (identity not compared)
 
     # A checkpoint written before offsets carried their table: read on, new offsets named.
     old = {"nextSnapshot": 2}
     append(src, [3])
     later = reader.latestOffset(old, ReadAllAvailable())
+    assert SnapshotIdentity.of(later.pop("lineageCommit")) == table_identity(src, 3)
     assert later == {"nextSnapshot": 4, "table": "db.src", "branch": "main", "warehouse": warehouse}
     assert len(reader.partitions(old, later)) == 1
     assert reader.latestOffset({"nextSnapshot": 4}, ReadAllAvailable()) == {"nextSnapshot": 4}
