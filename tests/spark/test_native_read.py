@@ -199,11 +199,11 @@ def test_compacted_primary_key_table_reads_natively(spark, world, tmp_path):
     import shutil
 
     from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-    from airflow_provider_paimon.paimon.compaction.runner import compact
+    from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys
 
     wh = str(tmp_path / "wh")
     shutil.copytree(world["warehouse"], wh)  # the module's world stays as it is
-    compact(load_table(open_catalog(wh), PK_TABLE), mode="full")
+    compact_primary_keys(load_table(open_catalog(wh), PK_TABLE), "full")
     df = read_table(spark, PK_TABLE, warehouse=wh)
     assert df.native_plan.python_reasons.get("primary-key merge", 0) == 0 and df.native_plan.native_files > 0
     ours, theirs = same_rows_as_pypaimon(df, load_table(open_catalog(wh), PK_TABLE))
