@@ -45,6 +45,17 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 if str(REPO_DAGS) not in sys.path:
     sys.path.insert(0, str(REPO_DAGS))
 
+# The suite's JVMs (the local session's gateway, every spark-submit, the Spark Connect
+# server, the standalone master and worker) live seconds and hold little data: the C1
+# compiler alone and the serial collector start them with less CPU than HotSpot's default
+# tiered C2 and parallel GC (a trivial spark-submit: 36.7 -> 20-22 CPU-s on the 2-core VM,
+# 2026-11-26), and CPU is what the two-core suite runs out of. Behaviour is the same; only
+# the JIT's optimisation level differs. PAIMON_TEST_JVM_OPTS="" turns it off.
+TEST_JVM_OPTS = os.environ.get("PAIMON_TEST_JVM_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    if TEST_JVM_OPTS and TEST_JVM_OPTS not in os.environ.get(_var, ""):
+        os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JVM_OPTS}".strip()
+
 # Spark's Python workers must run this interpreter (it has pyarrow and pypaimon).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
