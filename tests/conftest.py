@@ -198,6 +198,10 @@ def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 # idle for minutes. Order inside a file is unchanged.
 HEAVY_FILES_FIRST = (
     "tests/e2e/test_correction_real_airflow.py",
+    "tests/airflow/test_partition_assets_real_airflow.py",
+    "tests/pk/test_pk_stream_kill.py",
+    "tests/pk/test_pk_spark_writes.py",
+    "tests/spark/test_table_options_attack.py",
     "tests/e2e/test_cascade_dag.py",
     "tests/spark/test_native_write_safety.py",
     "tests/e2e/test_correction_dag.py",
@@ -224,6 +228,8 @@ HEAVY_FILES_FIRST = (
     "tests/streaming/test_streaming_schema_change.py",
     "tests/streaming/test_foreach_batch_compaction.py",
     "tests/capture/test_capture_self_compaction.py",
+    "tests/e2e/test_approval_hitl.py",
+    "tests/compaction/test_merging_commits.py",
 )
 
 
