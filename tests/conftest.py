@@ -45,6 +45,17 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 if str(REPO_DAGS) not in sys.path:
     sys.path.insert(0, str(REPO_DAGS))
 
+# The suite's JVMs (the local session's gateway, every spark-submit, the Spark Connect
+# server, the standalone master and worker) live seconds and hold little data: the C1
+# compiler alone and the serial collector start them with less CPU than HotSpot's default
+# tiered C2 and parallel GC (a trivial spark-submit: 36.7 -> 20-22 CPU-s on the 2-core VM,
+# 2026-11-26), and CPU is what the two-core suite runs out of. Behaviour is the same; only
+# the JIT's optimisation level differs. PAIMON_TEST_JVM_OPTS="" turns it off.
+TEST_JVM_OPTS = os.environ.get("PAIMON_TEST_JVM_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    if TEST_JVM_OPTS and TEST_JVM_OPTS not in os.environ.get(_var, ""):
+        os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JVM_OPTS}".strip()
+
 # Spark's Python workers must run this interpreter (it has pyarrow and pypaimon).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -187,6 +198,10 @@ def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 # idle for minutes. Order inside a file is unchanged.
 HEAVY_FILES_FIRST = (
     "tests/e2e/test_correction_real_airflow.py",
+    "tests/airflow/test_partition_assets_real_airflow.py",
+    "tests/pk/test_pk_stream_kill.py",
+    "tests/pk/test_pk_spark_writes.py",
+    "tests/spark/test_table_options_attack.py",
     "tests/e2e/test_cascade_dag.py",
     "tests/spark/test_native_write_safety.py",
     "tests/e2e/test_correction_dag.py",
@@ -213,6 +228,8 @@ HEAVY_FILES_FIRST = (
     "tests/streaming/test_streaming_schema_change.py",
     "tests/streaming/test_foreach_batch_compaction.py",
     "tests/capture/test_capture_self_compaction.py",
+    "tests/e2e/test_approval_hitl.py",
+    "tests/compaction/test_merging_commits.py",
 )
 
 

@@ -133,8 +133,14 @@ def test_mappings_and_value_lists_use_the_same_parser():
 
 @pytest.fixture(autouse=True)
 def _fresh_registry(monkeypatch):
-    """Each test starts from an empty registry (it is process-wide by design)."""
+    """Each test starts from an empty registry (it is process-wide by design) and no
+    listeners: these are the policy's own tests, and in a worker where an earlier test
+    imported the Airflow layer, every fuzzed form would also go to Airflow's masker, which
+    rebuilds its pattern per mask and keeps them for the rest of the session (the two
+    seeds took 147 s and 288 s there against 8 s each alone, and every later log line
+    paid for the hundreds of masks). tests/airflow/test_secret_policy.py covers that path."""
     monkeypatch.setattr(secrets, "_known", set())
     monkeypatch.setattr(secrets, "_pattern", None)
+    monkeypatch.setattr(secrets, "_listeners", [])
     yield
     assert sys.modules["airflow_provider_paimon.paimon.secrets"] is secrets
