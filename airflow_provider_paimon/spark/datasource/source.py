@@ -32,6 +32,10 @@ class PaimonDataSource(DataSource):
     #: snapshot properties of every commit (the Airflow run and Spark app id, see
     #: ``paimon.commit_properties``), taken on the driver when it was registered
     commit_properties: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: lineage options every read and write takes as defaults: a Spark Connect
+    #: session's capture (``lineage.connect_capture``); may hold the store's password,
+    #: so it travels only inside the pickled class, never in options or logs
+    lineage_defaults: dict[str, str] = {}  # noqa: RUF012 - read only
 
     @classmethod
     def name(cls) -> str:
@@ -48,7 +52,10 @@ class PaimonDataSource(DataSource):
         from ..branch.redirect import apply
         from ..lineage.direct import check_session
 
-        opts = apply(parse_options(self.options), self.branch_redirects, what=what)
+        given = dict(self.options)
+        if self.lineage_defaults and not _asks_lineage(given):
+            given = {**self.lineage_defaults, **given}
+        opts = apply(parse_options(given), self.branch_redirects, what=what)
         check_session(opts)  # options and the session's capture must agree
         return dataclasses.replace(opts, lineage_session=dict(self.lineage_session))
 
@@ -107,6 +114,13 @@ class PaimonDataSource(DataSource):
         return streaming_writer.create_stream_writer(
             opts, schema, overwrite, snapshot_properties=self.commit_properties
         )
+
+
+def _asks_lineage(options: dict[str, str]) -> bool:
+    """Whether a read's or write's own options say something about lineage (they win)."""
+    from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
+
+    return has_lineage_proposal_options(options)
 
 
 def _batch_read_options_refused(opts: PaimonOptions, what: str) -> PaimonOptions:

@@ -72,7 +72,8 @@ class ForeachBatchWriter:
         self.opts = write_options(**self._args)
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+        from airflow_provider_paimon.paimon.commit_properties import commit_properties
+        from airflow_provider_paimon.spark.session import app_id
 
         from ..datasource.streaming_writer import create_stream_writer, last_committed_snapshot
 
@@ -80,7 +81,7 @@ class ForeachBatchWriter:
         # state refuses a branch other than the one its earlier batches committed to)
         opts = write_options(**self._args, spark=df.sparkSession)
         # the Airflow run (this driver's AIRFLOW_CTX_*) and the Spark app on each snapshot
-        properties = commit_properties(spark_app_id=spark_app_id(df.sparkSession))
+        properties = commit_properties(spark_app_id=app_id(df.sparkSession))
         sink = create_stream_writer(opts, df.schema, overwrite=False, snapshot_properties=properties)
         table = sink._task_writer()._table()
         batch_id = int(batch_id)
