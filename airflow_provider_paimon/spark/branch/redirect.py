@@ -221,8 +221,15 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
         return opts
     import dataclasses
 
-    from ..lineage.direct import check_session, session_info
+    from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
 
+    from ..lineage.connect_capture import lineage_defaults
+    from ..lineage.direct import check_session, session_info
+    from ..options import parse_options
+
+    defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
+    if defaults and not has_lineage_proposal_options(opts.raw):
+        opts = parse_options({**defaults, **opts.raw})
     resolved = apply(opts, session_entries(session), what=what)
     check_session(resolved, worker_environment(session))  # options and the capture must agree
     return dataclasses.replace(resolved, lineage_session=session_info(session))
@@ -266,6 +273,7 @@ def register_data_source(spark: Any) -> None:
     from ..datasource.source import PaimonDataSource
     from ..lineage.connect_capture import lineage_defaults
     from ..lineage.direct import session_info
+    from ..session import is_connect
 
     raw = session_entries(spark)
     lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
@@ -273,8 +281,9 @@ def register_data_source(spark: Any) -> None:
     # for every snapshot the source commits: its commit runs in a worker that has neither
     properties = commit_properties(spark_app_id=app_id(spark))
     defaults = lineage_defaults(spark)  # a Connect session's capture: recorded at commit
+    carry = is_connect(spark)  # streaming runners of Connect need the package inside
     cls = PaimonDataSource
-    if raw or lineage or properties or defaults:
+    if raw or lineage or properties or defaults or carry:
         cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
             "PaimonDataSource",
             (PaimonDataSource,),
@@ -283,6 +292,7 @@ def register_data_source(spark: Any) -> None:
                 "lineage_session": lineage,
                 "commit_properties": properties,
                 "lineage_defaults": defaults,
+                "carry_package": carry,
                 "__module__": PaimonDataSource.__module__,
             },
         ))

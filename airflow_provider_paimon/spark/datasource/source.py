@@ -16,12 +16,13 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
+from ..connect_carry import CarriedOnConnect
 from ..options import PaimonOptions, parse_options
 from ..tables import open_table
 from .types import check_read_schema, table_spark_schema
 
 
-class PaimonDataSource(DataSource):
+class PaimonDataSource(CarriedOnConnect, DataSource):
     """Apache Paimon tables for Spark, through pypaimon (no JVM jars needed)."""
 
     #: the session's ``spark.paimon.branch.*`` entries when it was registered; set on
@@ -36,6 +37,8 @@ class PaimonDataSource(DataSource):
     #: session's capture (``lineage.connect_capture``); may hold the store's password,
     #: so it travels only inside the pickled class, never in options or logs
     lineage_defaults: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: ``carry_package`` (``CarriedOnConnect``) is set on the class registered on a Spark
+    #: Connect session: streaming runners there do not get the session's artifacts
 
     @classmethod
     def name(cls) -> str:
@@ -105,15 +108,19 @@ class PaimonDataSource(DataSource):
         from . import streaming_reader  # written separately; imported only for streams
 
         opts = _batch_read_options_refused(self.paimon_options, "a streaming read")
-        return streaming_reader.create_stream_reader(opts, schema)
+        reader = streaming_reader.create_stream_reader(opts, schema)
+        reader.carry_package = self.carry_package  # Connect: micro-batch tasks lack artifacts
+        return reader
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
         from . import streaming_writer  # written separately; imported only for streams
 
         opts = _batch_read_options_refused(self._options("writing"), "a streaming write")
-        return streaming_writer.create_stream_writer(
+        writer = streaming_writer.create_stream_writer(
             opts, schema, overwrite, snapshot_properties=self.commit_properties
         )
+        writer.carry_package = self.carry_package  # Connect: micro-batch tasks lack artifacts
+        return writer
 
 
 def _asks_lineage(options: dict[str, str]) -> bool:

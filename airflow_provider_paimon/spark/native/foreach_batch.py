@@ -71,6 +71,18 @@ class ForeachBatchWriter:
         # checked now (bad options, a branch contradicting the active session's redirect)
         self.opts = write_options(**self._args)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A Connect client pickles the function for the server's foreachBatch runner,
+        # which does not get the session's Python artifacts: the package goes inside.
+        import os
+
+        from ..connect_carry import carried
+        from ..session import CONNECT_MODE_ENV
+
+        if not os.environ.get(CONNECT_MODE_ENV):
+            return super().__reduce_ex__(protocol)
+        return carried(self)
+
     def __call__(self, df: Any, batch_id: int) -> None:
         from airflow_provider_paimon.paimon.commit_properties import commit_properties
         from airflow_provider_paimon.spark.session import app_id

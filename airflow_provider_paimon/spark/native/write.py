@@ -330,7 +330,7 @@ def _spark_write(spark: Any, df: Any, table: Any, staging: str) -> None:
     keys = list(table.partition_keys or [])
     columns = [F.col(f"`{name}`") for name in schema.names]
     hidden = [F.col(f"`{k}`").alias(_HIDDEN_PARTITION.format(i)) for i, k in enumerate(keys)]
-    writer = df.select(*columns, *hidden).write.format("parquet").mode("errorifexists")
+    writer = df.select(*columns, *hidden).write.format("parquet").mode("error")  # "errorifexists": not on Connect
     for key, value in parquet_options(table).items():
         writer = writer.option(key, value)
     if hidden:
