@@ -241,6 +241,56 @@ def remote_session(url: str, conf: Mapping[str, str] | None = None) -> Any:
     return session
 
 
+@contextmanager
+def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """A fresh Connect session on ``url`` for one job run in this process, then stopped.
+
+    While the block runs, pyspark's Connect switch is on, the session is this thread's
+    active one and ``SPARK_REMOTE`` names the server (so a job's own
+    ``SparkSession.builder.getOrCreate()`` or ``getActiveSession()`` returns it); all three
+    are restored afterwards. ``conf`` entries the server refuses to change per session
+    (static ones: memory, cores...) are skipped with a warning naming them: a Connect
+    server's resources are its own. The URL is never logged (it may hold a token).
+    """
+    import logging
+
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    log = logging.getLogger(__name__)
+    previous_remote = os.environ.get("SPARK_REMOTE")
+    local = RemoteSparkSession._active_session
+    previous_active = getattr(local, "session", None)
+    with connect_mode(True):
+        session = remote_session(url)
+        skipped = []
+        for key, value in (conf or {}).items():
+            try:
+                session.conf.set(str(key), str(value))
+            except Exception:  # noqa: BLE001 - a static conf: the server decides it
+                skipped.append(str(key))
+        if skipped:
+            log.warning("Spark Connect: the server's session does not take %s (static; set them "
+                        "on the Connect server instead)", ", ".join(sorted(skipped)))
+        if any(k.startswith(("spark.paimon.", "spark.openlineage.")) for k in (conf or {})):
+            from . import register
+
+            register(session)  # again: the source carries the job's conf (redirects, lineage)
+        os.environ["SPARK_REMOTE"] = url
+        local.session = session
+        try:
+            yield session
+        finally:
+            local.session = previous_active
+            if previous_remote is None:
+                os.environ.pop("SPARK_REMOTE", None)
+            else:
+                os.environ["SPARK_REMOTE"] = previous_remote
+            try:
+                session.stop()
+            except Exception as err:  # noqa: BLE001 - the job's outcome stands
+                log.warning("Spark Connect: stopping the job's session failed: %s", type(err).__name__)
+
+
 def local_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``local[*]`` (or ``master``) tuned for small machines."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
