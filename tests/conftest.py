@@ -78,6 +78,34 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def connect_server():
+    """The test run's one Spark Connect server on 127.0.0.1 (pyspark's bundled jars).
+
+    Its Python workers run this interpreter but cannot import the package: a
+    session's ``register(spark)`` ships it (``spark.addArtifacts``), as on a real server.
+    """
+    from connect_server import start_connect_server
+
+    try:
+        server = start_connect_server()
+    except Exception as err:  # noqa: BLE001 - a JVM that cannot start here: fail in CI
+        _unavailable("a Spark Connect server", err)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect session on the suite's server, with the ``paimon`` source registered."""
+    from airflow_provider_paimon.spark.session import connect_mode, remote_session
+
+    session = remote_session(connect_server.url)  # pyspark's Connect switch: left off
+    yield session
+    with connect_mode(True):
+        session.stop()
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     """A fresh file warehouse (a local path) for one test."""

@@ -1,6 +1,7 @@
 """Markers that say what a test starts, set from what it uses, and a guard that checks them.
 
-``spark`` (a JVM: a local SparkSession or a Spark job in a child process), ``submit``
+``spark`` (a JVM: a local SparkSession or a Spark job in a child process), ``connect``
+(the suite's Spark Connect server; always ``spark`` too), ``submit``
 (spark-submit through the operators), ``airflow`` (Airflow's metadata DB or real Airflow
 components), ``browser`` (headless Chromium), ``db`` (MariaDB or PostgreSQL). A test is
 marked from the fixtures it uses and the folder it is in, so nobody has to remember to
@@ -20,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-KINDS = ("spark", "submit", "airflow", "browser", "db")
+KINDS = ("spark", "connect", "submit", "airflow", "browser", "db")
 
 #: fixtures (anywhere in a test's fixture closure) that start each kind of part
 FIXTURES = {
     "spark": {"spark", "spark_standalone", "probe", "paimon_io"},
+    "connect": {"connect_server", "connect_spark"},
     "airflow": {"airflow_db"},
     "browser": {"browser"},
     "db": {"mysql_server_url", "postgres_server_url", "mysql_target"},
@@ -33,6 +35,7 @@ FIXTURES = {
 #: folders whose tests start the part in ways fixtures do not show (child processes)
 FOLDERS = {
     "spark": ("tests/spark/", "tests/streaming/", "tests/capture/", "tests/e2e/", "tests/s3/"),
+    "connect": ("tests/connect/",),
     "airflow": ("tests/airflow/", "tests/e2e/", "tests/ui/"),
     "submit": ("tests/e2e/",),
     "browser": ("tests/ui/test_lineage_page_browser.py",),
@@ -57,7 +60,7 @@ def kinds_of(item: pytest.Item, rel: str) -> set[str]:
     kinds |= explicit & set(KINDS)
     if explicit & {"mysql", "postgres"}:
         kinds.add("db")
-    if "submit" in kinds:
+    if kinds & {"submit", "connect"}:
         kinds.add("spark")
     return kinds
 

@@ -25,6 +25,8 @@ def _item(fixtures=(), marks=()):
         (["browser"], [], "tests/ui/test_y.py", {"airflow", "browser"}),
         ([], ["postgres"], "tests/lineage/test_x.py", {"db"}),
         (["mysql_server_url"], [], "tests/lineage/test_x.py", {"db"}),
+        (["connect_spark"], [], "tests/airflow/test_x.py", {"airflow", "submit", "spark", "connect"}),
+        (["warehouse"], [], "tests/connect/test_x.py", {"spark", "connect"}),
     ],
 )
 def test_kinds_come_from_fixtures_folders_and_marks(fixtures, marks, rel, kinds):

@@ -26,6 +26,10 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.hooks.local_job import METADATA_FAMILIES, PaimonLocalJobHook
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.hooks.spark_connect_job import (
+    PaimonSparkConnectJobHook,
+    is_spark_connect,
+)
 from airflow_provider_paimon.hooks.spark_job import (
     PaimonSparkJobHook,
     airflow_context_env,
@@ -64,7 +68,11 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
     :param paimon_conn_id: ``paimon`` connection naming the warehouse and catalog options
         (default ``paimon_default`` when no ``warehouse`` is given; with a ``warehouse``,
         read only when named, for its catalog options and credentials).
-    :param spark_conn_id: ``spark`` connection naming the master (default ``spark_default``).
+    :param spark_conn_id: ``spark`` connection naming the master (default ``spark_default``),
+        or a ``spark_connect`` connection (Airflow's type, ``sc://host:15002``): the job's
+        ``main`` then runs in the Airflow worker on a session of that Spark Connect server,
+        with no spark-submit and no JVM start (``hooks/spark_connect_job.py``; static
+        ``conf`` and ``spark_kwargs`` belong to the server then).
     :param conf: Spark configuration (``--conf``), templated.
     :param spark_name: Spark application name; default ``{dag_id}.{task_id}``.
     :param run_tag: ``True`` (or a tag prefix): once the job succeeded, tag the snapshot it
@@ -135,7 +143,7 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
         self.spark_name = spark_name
         self.spark_kwargs = dict(spark_kwargs or {})
         self.last_result: dict[str, Any] | None = None
-        self._job_hook: PaimonSparkJobHook | PaimonLocalJobHook | None = None
+        self._job_hook: PaimonSparkJobHook | PaimonLocalJobHook | PaimonSparkConnectJobHook | None = None
         self.check_literal_locations()
 
     # -- what subclasses provide --
@@ -212,7 +220,18 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
             return self.spark_name
         return f"{self.dag_id}.{self.task_id}"
 
-    def make_job_hook(self, context: Context) -> PaimonSparkJobHook | PaimonLocalJobHook:
+    def make_job_hook(self, context: Context) -> PaimonSparkJobHook | PaimonLocalJobHook | PaimonSparkConnectJobHook:
+        if self.run_in == "spark" and is_spark_connect(self.spark_conn_id):
+            # Airflow's spark_connect connection: the job's main() runs here on a remote session
+            return PaimonSparkConnectJobHook(
+                self.job_family,
+                self.command_args(),
+                spark_conn_id=self.spark_conn_id,
+                conf=self.spark_conf(context),
+                secret_options=self.catalog_options(),
+                secret_env=self.job_secret_env() or None,
+                context_env=airflow_context_env(context),
+            )
         if self.run_in == "worker":
             return PaimonLocalJobHook(
                 self.job_family,

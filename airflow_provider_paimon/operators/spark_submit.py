@@ -31,13 +31,17 @@ Airflow); executors run wherever the ``spark`` connection's master puts them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.hooks.spark_connect_job import (
+    PaimonSparkConnectJobHook,
+    is_spark_connect,
+)
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
 from airflow_provider_paimon.operators.asset_partitions import (
     PartitionTarget,
@@ -76,6 +80,11 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     """Run a PySpark application with the ``paimon`` data source and lineage capture.
 
     :param application: path of the ``.py`` application (templated).
+    :param python_callable: with a ``spark_connect`` connection (``spark_conn_id``), the
+        job as a callable ``f(spark, *application_args)`` run in the Airflow worker on a
+        session of the Connect server (its dict return value is the result); an
+        ``application`` file runs there too, as ``__main__``. No spark-submit, no JVM
+        start per task (``hooks/spark_connect_job.py``).
     :param application_args: its arguments (templated).
     :param paimon_conn_id: a ``paimon`` connection whose warehouse and catalog options
         the job's ``paimon`` reads and writes use by default (templated).
@@ -142,7 +151,8 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
     def __init__(
         self,
         *,
-        application: str,
+        application: str = "",
+        python_callable: Callable[..., Any] | None = None,
         application_args: list[Any] | None = None,
         paimon_conn_id: str | None = None,
         lineage_conn_id: str | None = None,
@@ -179,7 +189,11 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
                 f"{self.task_id}: run_tag needs run_tag_tables, the tables the application "
                 "writes (e.g. run_tag_tables=['db.orders'])"
             )
+        if not application and python_callable is None:
+            raise ValueError(f"{self.task_id}: give the job: application='job.py' (or python_callable= "
+                             "with a spark_connect connection)")
         self.application = application
+        self.python_callable = python_callable
         self.application_args = list(application_args or [])
         self.paimon_conn_id = paimon_conn_id
         self.lineage_conn_id = lineage_conn_id
@@ -198,7 +212,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         self.spark_conn_id = spark_conn_id
         self.py_files = list(py_files or [])
         self.spark_kwargs = dict(spark_kwargs or {})
-        self._hook: PaimonSparkJobHook | None = None
+        self._hook: PaimonSparkJobHook | PaimonSparkConnectJobHook | None = None
         self.check_literal_locations()
 
     def application_name(self) -> str:
@@ -229,9 +243,16 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             raise AirflowFailException(f"{err}; nothing was submitted") from None
         return with_log_level(inject_openlineage_spark_conf(conf, context), self.spark_log_level)
 
-    def make_hook(self, context: Context) -> PaimonSparkJobHook:
-        application = str(self.application)
-        if not Path(application).is_file():
+    def make_hook(self, context: Context) -> PaimonSparkJobHook | PaimonSparkConnectJobHook:
+        application = str(self.application or "")
+        connect = is_spark_connect(self.spark_conn_id)
+        if self.python_callable is not None and not connect:
+            raise AirflowFailException(
+                f"python_callable runs on a Spark Connect session: spark_conn_id {self.spark_conn_id!r} "
+                "is not a spark_connect connection (or give application='job.py' for spark-submit); "
+                "nothing was submitted"
+            )
+        if self.python_callable is None and not Path(application).is_file():
             raise AirflowFailException(f"application {application!r} does not exist; nothing was submitted")
         url, database = self.lineage_store_url()
         secret_env = {LINEAGE_URL_ENV: url} if url else {}
@@ -244,6 +265,19 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             config = PaimonHook(paimon_conn_id).catalog_config  # masks its secrets
             secret_env[CONNECTION_WAREHOUSE_ENV] = config.warehouse
             catalog_options = dict(config.options)  # all of them: the env, not argv
+        if connect:
+            return PaimonSparkConnectJobHook(
+                Path(application).stem or getattr(self.python_callable, "__name__", "job"),
+                [str(a) for a in self.application_args],
+                spark_conn_id=self.spark_conn_id,
+                conf=self.spark_conf(context, url is not None, database),
+                secret_options=catalog_options or None,
+                secret_env=secret_env or None,
+                context_env=self.try_env(context),
+                application=application or None,
+                python_callable=self.python_callable,
+                require_result=False,
+            )
         return PaimonSparkJobHook(
             Path(application).stem,
             [str(a) for a in self.application_args],

@@ -85,18 +85,6 @@ def commit_properties(
     return out
 
 
-def spark_app_id(spark: Any) -> str | None:
-    """``spark``'s application id (``spark.app.id``), or None when the session has none to give."""
-    try:
-        return str(spark.sparkContext.applicationId)
-    except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext, the conf may have it
-        pass
-    try:
-        return spark.conf.get("spark.app.id", None)
-    except Exception:  # noqa: BLE001 - never fail a write for a label
-        return None
-
-
 def airflow_env(
     dag_id: str, run_id: str, task_id: str, try_number: int | str | None = None,
     map_index: int | str | None = None,

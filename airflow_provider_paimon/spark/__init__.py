@@ -16,8 +16,16 @@ def register(spark: Any) -> None:
 
     Call it again after changing ``spark.paimon.branch.*`` with ``spark.conf.set``: the
     data source carries the session's branch redirects as they are when it is registered.
+
+    On a Spark Connect session (``SparkSession.builder.remote(...)``) it first ships
+    this package to the server's Python workers (``session.ship_package``), so a
+    server without it installed runs the source; lineage capture set in the session's
+    conf is then recorded by the source at commit (``lineage.connect_capture``).
     """
     from .branch.redirect import register_data_source
+    from .session import ship_package
+
+    ship_package(spark)  # Connect only: the workers import the client's package
 
     register_data_source(spark)  # PaimonDataSource, with the session's branch redirects
     from .lineage.source import PaimonLineageDataSource  # read-only lineage tables

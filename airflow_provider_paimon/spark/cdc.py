@@ -184,7 +184,8 @@ def _rowkind_column(paimon_table: Any, table: str) -> str:
 
 def _write(df: Any, opts: Any) -> Any:
     """One commit of ``df`` through the data source's write tasks and commit."""
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties
+    from airflow_provider_paimon.spark.session import app_id
 
     from .datasource.task_write import run_write_tasks
     from .datasource.write_setup import plan_write
@@ -193,7 +194,7 @@ def _write(df: Any, opts: Any) -> Any:
 
     spark = df.sparkSession
     plan = plan_write(opts, df.schema, overwrite=False,
-                      snapshot_properties=commit_properties(spark_app_id=spark_app_id(spark)))
+                      snapshot_properties=commit_properties(spark_app_id=app_id(spark)))
     writer = PaimonWriter(plan)
     tasks = run_write_tasks(df, writer)
     with routed_events(spark):

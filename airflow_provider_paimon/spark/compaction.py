@@ -56,19 +56,45 @@ class SparkBinRewriter:
         """
         if not items:
             return []
-        sc = self.spark.sparkContext
+        from .session import classic_context, default_parallelism, is_connect, set_job_description
+
         order = sorted(range(len(items)), key=lambda i: -sizes[i])
-        tasks = min(len(items), self.max_tasks or max(1, sc.defaultParallelism * 2))
+        tasks = min(len(items), self.max_tasks or max(1, default_parallelism(self.spark) * 2))
         slots: list[list[tuple[int, bytes]]] = [[] for _ in range(tasks)]
         for n, i in enumerate(order):
             slots[n % tasks].append((i, pickle.dumps(items[i])))
-        sc.setJobDescription(f"paimon compaction: {what}")
-        results = sc.parallelize(slots, tasks).flatMap(work).collect()
+        set_job_description(self.spark, f"paimon compaction: {what}")
+        if is_connect(self.spark):
+            results = _fan_out_frames(self.spark, slots, work)
+        else:
+            results = classic_context(self.spark).parallelize(slots, tasks).flatMap(work).collect()
         by_index = {i: pickle.loads(payload) for i, payload in results}
         missing = [i for i in range(len(items)) if i not in by_index]
         if missing:
             raise RuntimeError(f"Spark returned no result for items {missing} ({what})")
         return [by_index[i] for i in range(len(items))]
+
+
+def _fan_out_frames(
+    spark: Any, slots: list[list[tuple[int, bytes]]],
+    work: Callable[[list[tuple[int, bytes]]], Iterator[tuple[int, bytes]]],
+) -> list[tuple[int, bytes]]:
+    """The fan-out on a Spark Connect session, which has no RDDs: one DataFrame row per
+    slot (its pickled items), one partition per row, ``work`` run by ``mapInArrow``."""
+    import pyarrow as pa
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                out = list(work(pickle.loads(payload)))
+                yield pa.RecordBatch.from_pydict(
+                    {"index": [i for i, _ in out], "payload": [p for _, p in out]},
+                    schema=pa.schema([("index", pa.int64()), ("payload", pa.binary())]),
+                )
+
+    frame = spark.createDataFrame([(pickle.dumps(slot),) for slot in slots], "slot binary")
+    rows = frame.repartition(len(slots)).mapInArrow(run, "index long, payload binary").collect()
+    return [(int(row["index"]), bytes(row["payload"])) for row in rows]
 
 
 def _rewrite_slot(

@@ -6,7 +6,7 @@ the configuration keys.
 
 Typical use on the Spark driver::
 
-    emitter = PaimonLineageEmitter.from_conf(dict(spark.sparkContext.getConf().getAll()))
+    emitter = PaimonLineageEmitter.from_conf(spark_conf(spark))  # airflow_provider_paimon.spark.session
     run = emitter.new_run(app_name, streaming=True, parent_conf=conf)
     emitter.emit(run.start(inputs=[src], outputs=[dst]))
     emitter.emit(run.batch(batch_id, sources=[src_at_snapshot], sinks=[dst_at_snapshot]))

@@ -12,7 +12,7 @@ Off unless configured. In order of precedence:
 
 ``OPENLINEAGE_DISABLED=true`` or ``spark.paimon.openlineage.enabled=false`` turns it
 off whatever else is set. Taking a dict (not a SparkConf) keeps this module free of
-Spark; callers pass ``dict(spark.sparkContext.getConf().getAll())``.
+Spark; callers pass ``airflow_provider_paimon.spark.session.spark_conf(spark)``.
 """
 
 from __future__ import annotations

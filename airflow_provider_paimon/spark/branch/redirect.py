@@ -33,12 +33,11 @@ and fails the job, before anything is committed, when they differ.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -206,12 +205,9 @@ def merge_redirects(conf: Mapping[str, Any], redirects: Mapping[str, str]) -> di
 
 def session_entries(spark: Any) -> dict[str, str]:
     """The session's redirect entries: SparkConf plus runtime conf (``spark.conf.set`` wins)."""
-    conf: dict[str, Any] = {}
-    with contextlib.suppress(Exception):  # Spark Connect has no SparkContext; runtime conf below
-        conf.update(dict(spark.sparkContext.getConf().getAll()))
-    with contextlib.suppress(Exception):  # older sessions: SparkConf is enough
-        conf.update(spark.conf.getAll)
-    return entries(conf)
+    from ..session import spark_conf
+
+    return entries(spark_conf(spark))
 
 
 def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonOptions:
@@ -225,19 +221,25 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
         return opts
     import dataclasses
 
-    from ..lineage.direct import check_session, session_info
+    from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
 
+    from ..lineage.connect_capture import lineage_defaults
+    from ..lineage.direct import check_session, session_info
+    from ..options import parse_options
+
+    defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
+    if defaults and not has_lineage_proposal_options(opts.raw):
+        opts = parse_options({**defaults, **opts.raw})
     resolved = apply(opts, session_entries(session), what=what)
     check_session(resolved, worker_environment(session))  # options and the capture must agree
     return dataclasses.replace(resolved, lineage_session=session_info(session))
 
 
 def worker_environment(spark: Any) -> dict[str, str]:
-    """The environment the session gives its Python workers (``sc.environment``)."""
-    try:
-        return {str(k): str(v) for k, v in dict(spark.sparkContext.environment).items()}
-    except Exception:  # noqa: BLE001 - a stopped session
-        return {}
+    """The environment the session gives its Python workers (``sc.environment``; none on Connect)."""
+    from ..session import worker_environment as environment
+
+    return environment(spark)
 
 
 def active_session() -> Any:
@@ -248,7 +250,7 @@ def active_session() -> Any:
     return SparkSession.getActiveSession()
 
 
-_published: dict[int, str] = {}
+_published: dict[Hashable, str] = {}
 _published_lock = threading.Lock()
 
 
@@ -265,18 +267,23 @@ def register_data_source(spark: Any) -> None:
     with the message that names the key. Used by ``register(spark)`` and by lineage
     capture when it re-registers the source.
     """
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties
+    from airflow_provider_paimon.spark.session import app_id
 
     from ..datasource.source import PaimonDataSource
+    from ..lineage.connect_capture import lineage_defaults
     from ..lineage.direct import session_info
+    from ..session import is_connect
 
     raw = session_entries(spark)
     lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
     # the Airflow run (this driver's AIRFLOW_CTX_* environment) and the Spark app id,
     # for every snapshot the source commits: its commit runs in a worker that has neither
-    properties = commit_properties(spark_app_id=spark_app_id(spark))
+    properties = commit_properties(spark_app_id=app_id(spark))
+    defaults = lineage_defaults(spark)  # a Connect session's capture: recorded at commit
+    carry = is_connect(spark)  # streaming runners of Connect need the package inside
     cls = PaimonDataSource
-    if raw or lineage or properties:
+    if raw or lineage or properties or defaults or carry:
         cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
             "PaimonDataSource",
             (PaimonDataSource,),
@@ -284,6 +291,8 @@ def register_data_source(spark: Any) -> None:
                 "branch_redirects": dict(raw),
                 "lineage_session": lineage,
                 "commit_properties": properties,
+                "lineage_defaults": defaults,
+                "carry_package": carry,
                 "__module__": PaimonDataSource.__module__,
             },
         ))
@@ -293,9 +302,11 @@ def register_data_source(spark: Any) -> None:
 
 def _log_published(spark: Any, raw: Mapping[str, str]) -> None:
     """One INFO line per redirected table whenever the session's redirects change."""
+    from ..session import session_key
+
     value = json.dumps(dict(raw), sort_keys=True)
     with _published_lock:
-        key = id(spark.sparkContext)
+        key = session_key(spark)
         if _published.get(key, "{}") == value:
             return
         _published[key] = value

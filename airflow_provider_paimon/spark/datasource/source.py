@@ -16,12 +16,13 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
+from ..connect_carry import CarriedOnConnect
 from ..options import PaimonOptions, parse_options
 from ..tables import open_table
 from .types import check_read_schema, table_spark_schema
 
 
-class PaimonDataSource(DataSource):
+class PaimonDataSource(CarriedOnConnect, DataSource):
     """Apache Paimon tables for Spark, through pypaimon (no JVM jars needed)."""
 
     #: the session's ``spark.paimon.branch.*`` entries when it was registered; set on
@@ -32,6 +33,12 @@ class PaimonDataSource(DataSource):
     #: snapshot properties of every commit (the Airflow run and Spark app id, see
     #: ``paimon.commit_properties``), taken on the driver when it was registered
     commit_properties: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: lineage options every read and write takes as defaults: a Spark Connect
+    #: session's capture (``lineage.connect_capture``); may hold the store's password,
+    #: so it travels only inside the pickled class, never in options or logs
+    lineage_defaults: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: ``carry_package`` (``CarriedOnConnect``) is set on the class registered on a Spark
+    #: Connect session: streaming runners there do not get the session's artifacts
 
     @classmethod
     def name(cls) -> str:
@@ -48,7 +55,10 @@ class PaimonDataSource(DataSource):
         from ..branch.redirect import apply
         from ..lineage.direct import check_session
 
-        opts = apply(parse_options(self.options), self.branch_redirects, what=what)
+        given = dict(self.options)
+        if self.lineage_defaults and not _asks_lineage(given):
+            given = {**self.lineage_defaults, **given}
+        opts = apply(parse_options(given), self.branch_redirects, what=what)
         check_session(opts)  # options and the session's capture must agree
         return dataclasses.replace(opts, lineage_session=dict(self.lineage_session))
 
@@ -98,15 +108,26 @@ class PaimonDataSource(DataSource):
         from . import streaming_reader  # written separately; imported only for streams
 
         opts = _batch_read_options_refused(self.paimon_options, "a streaming read")
-        return streaming_reader.create_stream_reader(opts, schema)
+        reader = streaming_reader.create_stream_reader(opts, schema)
+        reader.carry_package = self.carry_package  # Connect: micro-batch tasks lack artifacts
+        return reader
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802
         from . import streaming_writer  # written separately; imported only for streams
 
         opts = _batch_read_options_refused(self._options("writing"), "a streaming write")
-        return streaming_writer.create_stream_writer(
+        writer = streaming_writer.create_stream_writer(
             opts, schema, overwrite, snapshot_properties=self.commit_properties
         )
+        writer.carry_package = self.carry_package  # Connect: micro-batch tasks lack artifacts
+        return writer
+
+
+def _asks_lineage(options: dict[str, str]) -> bool:
+    """Whether a read's or write's own options say something about lineage (they win)."""
+    from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
+
+    return has_lineage_proposal_options(options)
 
 
 def _batch_read_options_refused(opts: PaimonOptions, what: str) -> PaimonOptions:

@@ -55,6 +55,7 @@ from airflow_provider_paimon.paimon.stream_scan import (
 )
 
 from .. import commit_events
+from ..connect_carry import CarriedOnConnect
 from ..options import PaimonOptions
 from ..tables import open_table
 from .reader import PaimonReader, SplitGroup, pack_splits
@@ -126,7 +127,7 @@ def create_stream_reader(opts: PaimonOptions, schema: StructType) -> PaimonStrea
     return PaimonStreamReader(table_opts, schema, config, consumer_id, changes=changes)
 
 
-class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Reads one table (branch) incrementally; lives in Spark's driver-side Python worker."""
 
     def __init__(

@@ -65,6 +65,7 @@ from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after
 from airflow_provider_paimon.paimon.merging_commit import merging_commit
 
 from .. import commit_events
+from ..connect_carry import CarriedOnConnect
 from ..options import PaimonOptions
 from .writer import PaimonWriter, TaskCommit, WritePlan, task_messages_of
 
@@ -257,7 +258,7 @@ def create_stream_writer(
 # ------------------------------------------------------------------ the writer
 
 
-class PaimonStreamWriter(DataSourceStreamArrowWriter):
+class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
     """Executors write files; the driver commits each micro-batch once."""
 
     def __init__(self, plan: WritePlan, checkpoint_location: str | None) -> None:

@@ -166,12 +166,13 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
                                 max_tasks=args.max_tasks)
     units = SparkUnitRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
                               max_tasks=args.max_tasks) if primary_keys else None
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties
+    from airflow_provider_paimon.spark.session import app_id
 
     result = compact(
         table, options, rewriter=rewriter, partition_filter=partition_filter,
         dry_run=args.dry_run, max_retries=args.max_retries, run_options=overrides,
-        snapshot_properties=commit_properties(spark_app_id=spark_app_id(spark)),
+        snapshot_properties=commit_properties(spark_app_id=app_id(spark)),
         mode=mode, unit_rewriter=units,
     ).to_dict()
     result.update({"table": args.table, "branch": args.branch or "main"})

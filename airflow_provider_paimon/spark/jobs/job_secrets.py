@@ -67,7 +67,9 @@ def _driver_conf(env: Mapping[str, str]) -> dict[str, str]:
         return {}
     active = SparkSession.getActiveSession()
     if active is not None:
-        return dict(active.sparkContext.getConf().getAll())
+        from ..session import spark_conf
+
+        return spark_conf(active)
     if not env.get("PYSPARK_GATEWAY_PORT"):
         return {}
     SparkContext._ensure_initialized()  # connects to spark-submit's JVM, starts nothing

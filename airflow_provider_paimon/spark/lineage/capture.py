@@ -64,10 +64,12 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+from . import connect_capture
 from .config import FAIL, CaptureConfig, capture_config
+from .connect_capture import ConnectCapture
 from .event_log import EventLogTail, event_table
 from .listener import query_listener
 from .offsets import data_snapshot, next_snapshot, offset_commit, offset_table
@@ -106,36 +108,44 @@ class _BoundedDict(OrderedDict):
 
 # -- one capture per SparkContext -------------------------------------------------------
 
-_captures: dict[int, LineageCapture] = {}
+_captures: dict[Hashable, LineageCapture] = {}
 _captures_lock = threading.Lock()
 
 
 def _spark_conf(spark: Any) -> dict[str, str]:
     """SparkConf plus runtime SQL conf (``spark.conf.set`` wins)."""
-    conf = dict(spark.sparkContext.getConf().getAll())
-    with contextlib.suppress(Exception):  # older sessions: SparkConf is enough
-        conf.update(spark.conf.getAll)
-    return conf
+    from ..session import spark_conf
+
+    return spark_conf(spark)
 
 
-def _session_key(spark: Any) -> int:
-    return id(spark.sparkContext)
+def _session_key(spark: Any) -> Hashable:
+    from ..session import session_key
+
+    return session_key(spark)
 
 
-def enable_lineage_capture(spark: Any, *, force: bool = True) -> LineageCapture | None:
+def enable_lineage_capture(spark: Any, *, force: bool = True) -> LineageCapture | ConnectCapture | None:
     """Start capturing lineage for ``spark``'s Paimon reads and writes; idempotent.
 
     ``force=True`` (a direct call) captures even without ``spark.paimon.lineage.*``
     keys (store: ``PAIMON_LINEAGE_URL`` or the default SQLite file); ``force=False``
     (the ``register`` hook) only when the conf enables it. Returns the capture (also a
-    context manager; ``close`` flushes), or None when not enabled.
+    context manager; ``close`` flushes), or None when not enabled. On a Spark Connect
+    session the ``paimon`` source records at commit instead (``connect_capture``).
     """
+    from ..session import app_name, is_connect
+
     key = _session_key(spark)
+    if is_connect(spark):
+        conf = _spark_conf(spark)
+        connect_config = capture_config(conf, app_name(spark), force=force)
+        return connect_capture.enable(spark, connect_config, conf) if connect_config.enabled else None
     with _captures_lock:
         existing = _captures.get(key)
         if existing is not None and not existing.closed:
             return existing
-        config = capture_config(_spark_conf(spark), spark.sparkContext.appName, force=force)
+        config = capture_config(_spark_conf(spark), app_name(spark), force=force)
         if not config.enabled:
             return None
         capture = LineageCapture(spark, config)
@@ -149,7 +159,7 @@ def enable_lineage_capture(spark: Any, *, force: bool = True) -> LineageCapture 
     return capture
 
 
-def enable_from_conf(spark: Any) -> LineageCapture | None:
+def enable_from_conf(spark: Any) -> LineageCapture | ConnectCapture | None:
     """The ``register(spark)`` hook: capture only when the Spark conf turns it on."""
     return enable_lineage_capture(spark, force=False)
 
@@ -200,9 +210,10 @@ class LineageCapture:
         self._listener: Any = None
         # The Airflow run and Spark application behind this job's commits, as their
         # snapshots' properties name them: kept with each barrier and on the events.
-        from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+        from airflow_provider_paimon.paimon.commit_properties import commit_properties
+        from airflow_provider_paimon.spark.session import app_id
 
-        self.run_properties = commit_properties(spark_app_id=spark_app_id(spark))
+        self.run_properties = commit_properties(spark_app_id=app_id(spark))
         self.ol = CaptureOpenLineage(self.conf, config.job, spark, self.run_properties)
 
     # -- life cycle -------------------------------------------------------------------

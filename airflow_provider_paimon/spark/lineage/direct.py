@@ -273,6 +273,8 @@ def session_info(spark: Any) -> dict[str, str]:
         except Exception:  # noqa: BLE001 - a stopped session: defaults
             return ""
 
-    info = {"app_name": str(spark.sparkContext.appName or ""), "job": conf(KEY_JOB).strip(),
+    from ..session import app_name
+
+    info = {"app_name": app_name(spark), "job": conf(KEY_JOB).strip(),
             "spool_dir": conf(KEY_SPOOL_DIR).strip()}
     return {k: v for k, v in info.items() if v}

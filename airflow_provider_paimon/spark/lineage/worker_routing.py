@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from .. import commit_events
+from ..session import classic_context
 from .config import CaptureConfig
 from .direct import SESSION_ENV, session_descriptor
 from .guard import PRECOMMIT_ENV, remove_check_file, write_check_file
@@ -43,7 +44,7 @@ class WorkerRouting:
 
             url = self.config.url or default_url()  # as the recorder resolved it, here
             write_check_file(self.check_file, url, self.config.database, self.config.job)
-        env = self.spark.sparkContext.environment
+        env = classic_context(self.spark).environment
         for key, value in self.worker_env().items():
             self._previous_env[key] = env.get(key)
             env[key] = value
@@ -53,7 +54,7 @@ class WorkerRouting:
         if self.check_file is not None:
             remove_check_file(self.check_file)
         try:
-            env = self.spark.sparkContext.environment
+            env = classic_context(self.spark).environment
             changed = False
             for key, value in self.worker_env().items():
                 if env.get(key) != value:

@@ -71,8 +71,21 @@ class ForeachBatchWriter:
         # checked now (bad options, a branch contradicting the active session's redirect)
         self.opts = write_options(**self._args)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A Connect client pickles the function for the server's foreachBatch runner,
+        # which does not get the session's Python artifacts: the package goes inside.
+        import os
+
+        from ..connect_carry import carried
+        from ..session import CONNECT_MODE_ENV
+
+        if not os.environ.get(CONNECT_MODE_ENV):
+            return super().__reduce_ex__(protocol)
+        return carried(self)
+
     def __call__(self, df: Any, batch_id: int) -> None:
-        from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+        from airflow_provider_paimon.paimon.commit_properties import commit_properties
+        from airflow_provider_paimon.spark.session import app_id
 
         from ..datasource.streaming_writer import create_stream_writer, last_committed_snapshot
 
@@ -80,7 +93,7 @@ class ForeachBatchWriter:
         # state refuses a branch other than the one its earlier batches committed to)
         opts = write_options(**self._args, spark=df.sparkSession)
         # the Airflow run (this driver's AIRFLOW_CTX_*) and the Spark app on each snapshot
-        properties = commit_properties(spark_app_id=spark_app_id(df.sparkSession))
+        properties = commit_properties(spark_app_id=app_id(df.sparkSession))
         sink = create_stream_writer(opts, df.schema, overwrite=False, snapshot_properties=properties)
         table = sink._task_writer()._table()
         batch_id = int(batch_id)

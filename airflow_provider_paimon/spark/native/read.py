@@ -168,7 +168,9 @@ def _python_frame(spark: Any, plan: ReadPlan) -> DataFrame:
     """The splits Spark cannot read natively, read by the data source's reader on executors."""
     reader = PaimonReader(plan.options, plan.schema)
     total = sum(_size(s) for s in plan.python_splits)
-    wanted = max(-(-total // DEFAULT_PARTITION_TARGET_SIZE), spark.sparkContext.defaultParallelism)
+    from ..session import default_parallelism
+
+    wanted = max(-(-total // DEFAULT_PARTITION_TARGET_SIZE), default_parallelism(spark))
     groups = [SplitGroup(i, g, plan.snapshot_id) for i, g in enumerate(pack_splits(plan.python_splits, wanted))]
 
     def read_groups(batches: Any) -> Any:

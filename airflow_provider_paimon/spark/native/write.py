@@ -127,13 +127,14 @@ def write_table(
     """
     overwrite = _overwrite(mode)
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties, spark_app_id
+    from airflow_provider_paimon.paimon.commit_properties import commit_properties
+    from airflow_provider_paimon.spark.session import app_id
 
     from ..datasource.write_setup import plan_write
 
     spark = df.sparkSession
     # the Airflow run (AIRFLOW_CTX_* of this driver) and the Spark app on the snapshot
-    properties = {**commit_properties(spark_app_id=spark_app_id(spark)), **dict(snapshot_properties or {})}
+    properties = {**commit_properties(spark_app_id=app_id(spark)), **dict(snapshot_properties or {})}
     plan = plan_write(opts, df.schema, overwrite, snapshot_properties=properties)
     if replace_partitions is not None:
         plan = _with_replaced_partitions(plan, replace_partitions)
@@ -329,7 +330,7 @@ def _spark_write(spark: Any, df: Any, table: Any, staging: str) -> None:
     keys = list(table.partition_keys or [])
     columns = [F.col(f"`{name}`") for name in schema.names]
     hidden = [F.col(f"`{k}`").alias(_HIDDEN_PARTITION.format(i)) for i, k in enumerate(keys)]
-    writer = df.select(*columns, *hidden).write.format("parquet").mode("errorifexists")
+    writer = df.select(*columns, *hidden).write.format("parquet").mode("error")  # "errorifexists": not on Connect
     for key, value in parquet_options(table).items():
         writer = writer.option(key, value)
     if hidden:
@@ -455,9 +456,12 @@ def routed_events(spark: Any) -> Iterator[None]:
 
     The capture routes them to the data source's Python workers through
     ``sc.environment``; ``write_table`` commits in the driver's own process, so the
-    same variables are set here for the duration of the commit.
+    same variables are set here for the duration of the commit. (A Connect session has
+    no such environment to read: nothing is routed, its capture records in the commit.)
     """
-    env = spark.sparkContext.environment
+    from ..session import worker_environment
+
+    env = worker_environment(spark)
     added = []
     from ..lineage.direct import SESSION_ENV
 

@@ -1,0 +1,122 @@
+"""Lineage capture on a Spark Connect session: the data source records it at commit.
+
+A Connect client has no SparkContext: the classic capture (an event log routed to the
+data source's workers through ``sc.environment``, a driver thread pairing scans with
+commits) cannot run there, and the workers run on the server's host anyway. Instead
+the session's capture settings (``spark.paimon.lineage.*`` and
+``spark.paimon.catalog.*``, read through ``spark.conf``) become lineage options of
+every read and write of the ``paimon`` source registered on the session
+(``lineage_defaults``, carried by the registered class like the branch redirects).
+The source then records on its own, in the server's Python workers, exactly as when a
+read's or write's options ask for lineage (``direct``): a scan's table lineage when it
+is planned, a barrier (the job's next id, its scans since the last commit as sources)
+when a write commits. The job is ``spark.paimon.lineage.job`` or the app name.
+
+What needs the driver's side is not available here and is said so once, in the log:
+OpenLineage events of the capture (use the ``paimon`` operators' task-level events,
+or a classic session) and ``onStoreFailure=fail`` (the rows are spooled on the
+server's host and delivered by the next commit, as with ``buffer``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Hashable
+from typing import Any
+
+from .config import FAIL, CaptureConfig
+
+log = logging.getLogger(__name__)
+
+_captures: dict[Hashable, ConnectCapture] = {}
+_lock = threading.Lock()
+
+
+class ConnectCapture:
+    """One Connect session's capture: the lineage options its ``paimon`` source carries."""
+
+    def __init__(self, spark: Any, config: CaptureConfig) -> None:
+        self.spark = spark
+        self.config = config
+        self.closed = False
+
+    def options(self) -> dict[str, str]:
+        """The lineage proposal's options that make the source record like the capture."""
+        from airflow_provider_paimon.lineage.url import default_url
+
+        out = {str(k): str(v) for k, v in self.config.meta_options.items()
+               if not str(k).startswith(("warehouse", "table"))}
+        out.update({
+            "table-lineage": str(self.config.table_lineage).lower(),
+            "data-lineage": str(self.config.data_lineage).lower(),
+            "lineage-meta": self.config.meta,
+            "jdbc.database": self.config.database,
+        })
+        out["jdbc.url"] = str(self.config.url or default_url())
+        return out
+
+    def close(self) -> None:
+        """Stop recording on this session (the source is registered again without it)."""
+        from ..session import session_key
+
+        if self.closed:
+            return
+        self.closed = True
+        with _lock:
+            if _captures.get(session_key(self.spark)) is self:
+                _captures.pop(session_key(self.spark), None)
+        try:
+            from ..branch.redirect import register_data_source
+
+            register_data_source(self.spark)
+        except Exception:  # noqa: BLE001 - the session may be stopped already
+            pass
+
+    def __enter__(self) -> ConnectCapture:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCapture:
+    """Capture on Connect session ``spark``; idempotent (the running capture is returned)."""
+    from ..branch.redirect import register_data_source
+    from ..session import session_key
+
+    key = session_key(spark)
+    with _lock:
+        existing = _captures.get(key)
+        if existing is not None and not existing.closed:
+            return existing
+        capture = ConnectCapture(spark, config)
+        _captures[key] = capture
+    if not config.store:
+        log.warning(
+            "lineage capture: this Spark Connect session only asks for OpenLineage events, "
+            "which the capture sends from a classic driver; on Connect nothing is recorded "
+            "(set spark.paimon.lineage.url for the store, or use a classic session)"
+        )
+    elif any(k.startswith(("spark.paimon.openlineage.", "spark.openlineage.")) for k in conf):
+        log.warning("lineage capture on Spark Connect records the store only; its OpenLineage "
+                    "events need a classic session (the operators' task events still go out)")
+    if config.on_store_failure == FAIL:
+        log.warning("lineage capture on Spark Connect: onStoreFailure=fail is not checked before "
+                    "commits; rows that miss the store are spooled on the server (as buffer)")
+    log.info("%s (Spark Connect: recorded by the paimon source at commit)", config.describe())
+    register_data_source(spark)  # the source now carries the capture's options
+    return capture
+
+
+def active(spark: Any) -> ConnectCapture | None:
+    from ..session import session_key
+
+    capture = _captures.get(session_key(spark))
+    return None if capture is None or capture.closed or not capture.config.store else capture
+
+
+def lineage_defaults(spark: Any) -> dict[str, str]:
+    """The options the session's ``paimon`` source records lineage with ({} without capture)."""
+    capture = active(spark)
+    return capture.options() if capture is not None else {}

@@ -1,0 +1,76 @@
+"""Lineage capture on a Spark Connect session (beside tests/capture/test_capture_spark.py).
+
+The capture is set in the session's conf (``spark.paimon.lineage.*`` through
+``spark.conf``, no py4j); ``register(spark)`` hands it to the ``paimon`` source, which
+records in the server's Python workers: the job's table lineage and, per commit, a
+barrier with the snapshot the job read and the one it wrote. Read back from the
+SQLite store with ``LineageStore``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_connect_datasource import events, read, snapshot_ids, write
+
+from airflow_provider_paimon.lineage.store import LineageStore
+
+
+@pytest.fixture
+def captured(connect_spark, tmp_path):
+    from airflow_provider_paimon.spark import register
+    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
+
+    url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
+    conf = {
+        "spark.paimon.lineage.url": url,
+        "spark.paimon.lineage.job": "etl.connect",
+        "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
+    }
+    for key, value in conf.items():
+        connect_spark.conf.set(key, value)
+    register(connect_spark)  # the conf turns the capture on
+    capture = enable_lineage_capture(connect_spark, force=False)  # the running one
+    assert capture is not None and type(capture).__name__ == "ConnectCapture"
+    try:
+        yield url
+    finally:
+        capture.close()
+        for key in conf:
+            connect_spark.conf.unset(key)
+        register(connect_spark)
+
+
+def test_capture_records_table_and_data_lineage_in_the_store(connect_spark, warehouse, captured):
+    write(events(connect_spark, 0, 10), warehouse, "db.src", **{"create-table": "true"})
+    src = read(connect_spark, warehouse, "db.src")
+    write(src, warehouse, "db.dst", **{"create-table": "true"})
+    with LineageStore.from_url(captured) as store:
+        sinks = sorted((t.table, t.branch) for t in store.sink_table_lineages(job="etl.connect"))
+        sources = [(t.table, t.branch) for t in store.source_table_lineages(job="etl.connect")]
+        sink_rows = sorted((r.table, r.snapshot_id) for r in store.sink_data_lineages(job="etl.connect"))
+        source_rows = [(r.table, r.snapshot_id) for r in store.source_data_lineages(job="etl.connect")]
+    assert sinks == [("dst", "main"), ("src", "main")]
+    assert sources == [("src", "main")]
+    assert sink_rows == [("dst", snapshot_ids(warehouse, "db.dst")[-1]), ("src", 1)]
+    assert source_rows == [("src", 1)]
+
+
+def test_native_write_table_is_captured_too(connect_spark, warehouse, captured):
+    from airflow_provider_paimon.spark import read_table, write_table
+
+    write(events(connect_spark, 0, 5), warehouse, "db.a", **{"create-table": "true"})
+    write(events(connect_spark, 0, 0), warehouse, "db.b", **{"create-table": "true"})
+    result = write_table(read_table(connect_spark, "db.a", warehouse=warehouse), "db.b", warehouse=warehouse)
+    with LineageStore.from_url(captured) as store:
+        sink_rows = [(r.table, r.snapshot_id) for r in store.sink_data_lineages(job="etl.connect") if r.table == "b"]
+        source_rows = [(r.table, r.snapshot_id) for r in store.source_data_lineages(job="etl.connect")]
+    assert ("b", result.snapshot_id) in sink_rows
+    assert ("a", 1) in source_rows
+
+
+def test_a_jvm_only_feature_says_so(connect_spark):
+    from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+    from airflow_provider_paimon.spark.session import classic_context
+
+    with pytest.raises(InvalidArgumentError, match=r"Spark Connect session .* classic SparkSession"):
+        classic_context(connect_spark)
