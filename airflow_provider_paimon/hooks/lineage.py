@@ -26,7 +26,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 from sqlalchemy.engine import URL
 
-from airflow_provider_paimon.hooks.connection_secrets import (
+from airflow_provider_paimon.common.connection_secrets import (
     CredentialsInLocationError,
     check_location,
 )

@@ -21,7 +21,7 @@ Connection layout:
   ``path-style-access`` stand for ``fs.s3.endpoint``, ``fs.s3.region`` and
   ``fs.s3.path-style-access``; the full ``fs.s3.*`` names work too and win.
 
-Secrets are known by where they come from (``hooks/connection_secrets.py``): the
+Secrets are known by where they come from (``common/connection_secrets.py``): the
 Password, the Login when it is an S3 access key id, and every extra that is not a known
 non-secret option (fail closed) are registered by their whole value the moment the
 connection is read, so Airflow's masker and the package's own messages hide them; the
@@ -41,8 +41,8 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from airflow_provider_paimon.hooks.connection_secrets import check_location, connection_secret_keys
-from airflow_provider_paimon.hooks.secret_masking import register_value
+from airflow_provider_paimon.common.connection_secrets import check_location, connection_secret_keys
+from airflow_provider_paimon.common.secret_masking import register_value
 from airflow_provider_paimon.lineage.meta_options import pypaimon_catalog_options
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError

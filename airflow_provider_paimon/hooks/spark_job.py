@@ -48,7 +48,7 @@ from typing import Any
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
-from airflow_provider_paimon.hooks.secret_masking import register_values
+from airflow_provider_paimon.common.secret_masking import register_values
 from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
 from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
 from airflow_provider_paimon.spark.jobs.common import (

@@ -76,7 +76,7 @@ def test_connection_secrets_are_registered_by_origin_whole():
 
 @pytest.mark.parametrize("host", ["s3://AKID:AW,WATCH(1)@bucket/wh", "file://u:pw,x@host/share/wh"])
 def test_a_warehouse_with_credentials_is_refused_without_echoing_them(host):
-    from airflow_provider_paimon.hooks.connection_secrets import CredentialsInLocationError
+    from airflow_provider_paimon.common.connection_secrets import CredentialsInLocationError
 
     with pytest.raises(CredentialsInLocationError, match="Login/Password") as err:
         config_from_connection(host, None, None, {})

@@ -41,13 +41,13 @@ from urllib.parse import unquote
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_paimon.hooks.connection_secrets import (
+from airflow_provider_paimon.common.connection_secrets import (
     CredentialsInLocationError,
     check_location,
 )
-from airflow_provider_paimon.hooks.secret_masking import is_flag_value, register_values
-from airflow_provider_paimon.operators.location_sources import location_conf_keys, untrusted_sources
-from airflow_provider_paimon.operators.templating import is_templated
+from airflow_provider_paimon.common.location_sources import location_conf_keys, untrusted_sources
+from airflow_provider_paimon.common.secret_masking import is_flag_value, register_values
+from airflow_provider_paimon.common.templating import is_templated
 from airflow_provider_paimon.paimon.secrets import (
     is_secret,
     is_secret_key,
