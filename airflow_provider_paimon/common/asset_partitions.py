@@ -57,10 +57,8 @@ def try_partition_env() -> dict[str, str]:
     """Environment telling the job's commits that this task reports their partitions
     (snapshot property ``airflow.asset_partitions=reported``): a watcher's relay
     (``PaimonPartitionRelayOperator``) skips such commits, so no partition is announced twice."""
-    from airflow_provider_paimon.paimon.commit_properties import (
-        ASSET_PARTITIONS_ENV,
-        ASSET_PARTITIONS_REPORTED,
-    )
+    from airflow_provider_paimon.job_contract import ASSET_PARTITIONS_ENV
+    from airflow_provider_paimon.paimon.commit_properties import ASSET_PARTITIONS_REPORTED
 
     return {ASSET_PARTITIONS_ENV: ASSET_PARTITIONS_REPORTED}
 

@@ -31,11 +31,10 @@ from .queries import (
 from .retry import RetryPolicy
 from .schema import LATEST_VERSION
 from .store import LineageStore
-from .url import DEFAULT_DATABASE, ENV_URL, default_url, mask_url
+from .url import DEFAULT_DATABASE, default_url, mask_url
 
 __all__ = [
     "DEFAULT_DATABASE",
-    "ENV_URL",
     "LATEST_VERSION",
     "BarrierRun",
     "CascadePlan",

@@ -15,12 +15,11 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.paimon import secrets
 
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
 
-#: Environment variable that names the store when no URL is given.
-ENV_URL = "PAIMON_LINEAGE_URL"
 #: Default system database name (the Paimon lineage proposal's ``jdbc.database``).
 DEFAULT_DATABASE = "paimon"
 MASK = secrets.MASK
@@ -43,7 +42,7 @@ def default_sqlite_path() -> Path:
 
 def default_url() -> str:
     """``$PAIMON_LINEAGE_URL``, else a SQLite file at ``default_sqlite_path()``."""
-    return os.environ.get(ENV_URL) or f"sqlite:///{default_sqlite_path()}"
+    return os.environ.get(LINEAGE_URL_ENV) or f"sqlite:///{default_sqlite_path()}"
 
 
 def _text(url: str | URL) -> str:

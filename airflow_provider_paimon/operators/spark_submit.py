@@ -51,6 +51,7 @@ from airflow_provider_paimon.hooks.spark_connect_job import (
     is_spark_connect,
 )
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.operators.asset_partitions import (
     PartitionTarget,
     outlet_tables,
@@ -75,7 +76,6 @@ from airflow_provider_paimon.spark.log_level import with_log_level
 LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
 LINEAGE_JOB = "spark.paimon.lineage.job"
 LINEAGE_DATABASE = "spark.paimon.lineage.database"
-LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
 
 
 class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):

@@ -182,8 +182,8 @@ def test_bad_retention_value_is_refused_before_anything_is_written(warehouse, ta
 @pytest.mark.spark
 def test_spark_job_expires_with_its_options_and_reports_it(spark, warehouse, capsys):
     """The CompactionOperator's job: ``--option`` reaches the expiry; the result has ``expired``."""
+    from airflow_provider_paimon.job_contract import parse_result
     from airflow_provider_paimon.spark.jobs import compact as job
-    from airflow_provider_paimon.spark.jobs.common import parse_result
 
     catalog, _ = make_table(warehouse, options={"compaction.min.file-num": "2"})  # default retention
     rows_at = _appends(catalog, 5)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from pypaimon import Schema
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.paimon.catalog import open_catalog
 from airflow_provider_paimon.paimon.compaction.errors import PartitionNotFoundError
 from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
@@ -22,7 +23,6 @@ from airflow_provider_paimon.paimon.compaction.runner import compact
 from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.jobs import compact as job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 from .helpers import SMALL, append, files_on_disk, reload, row_multiset
 

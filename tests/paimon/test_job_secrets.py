@@ -22,6 +22,7 @@ import pytest
 from fuzz_passwords import shown
 from test_secrets_fuzz import _password
 
+from airflow_provider_paimon import job_contract
 from airflow_provider_paimon.paimon import secrets
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.secrets import ScrubFilter
@@ -44,13 +45,13 @@ def test_a_failing_job_prints_none_of_the_secrets_it_was_given(tmp_path):
         env = dict(os.environ)
         env.update({
             "PYTHONPATH": os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]),
-            common.CATALOG_OPTIONS_ENV: json.dumps({
+            job_contract.CATALOG_OPTIONS_ENV: json.dumps({
                 "metastore": "rest", "token.provider": "bear", "token": token,
                 "uri": f"http://svc:{password}@127.0.0.1:9/v1",
             }),
             "PAIMON_LINEAGE_URL": f"mysql+pymysql://root:{lineage_pw}@127.0.0.1:9/x",
             "OPENLINEAGE_API_KEY": ol_key,
-            common.RESULT_FILE_ENV: str(tmp_path / "result.json"),
+            job_contract.RESULT_FILE_ENV: str(tmp_path / "result.json"),
         })
         proc = subprocess.run(
             [sys.executable, launcher.__file__, "tag", "list", "--warehouse", "catalog1", "--table", "db.t"],
@@ -65,7 +66,7 @@ def test_a_failing_job_prints_none_of_the_secrets_it_was_given(tmp_path):
 def test_log_records_error_and_result_of_a_job_are_scrubbed(capsys, caplog, monkeypatch):
     rng = random.Random(1131)
     password, key = _password(rng), _password(rng)
-    monkeypatch.setenv(common.CATALOG_OPTIONS_ENV, json.dumps({"fs.s3.accessKeySecret": key}))
+    monkeypatch.setenv(job_contract.CATALOG_OPTIONS_ENV, json.dumps({"fs.s3.accessKeySecret": key}))
     monkeypatch.setenv("PAIMON_LINEAGE_URL", f"postgresql+psycopg2://u:{quote(password, safe='')}@db:5432/x")
     log = logging.getLogger("airflow_provider_paimon.jobs.test")
 
@@ -88,7 +89,7 @@ def test_log_records_error_and_result_of_a_job_are_scrubbed(capsys, caplog, monk
 
     assert common.run_job(lambda: {"echo": [f"x {key} y", {"nested": password}], "n": 3}) == 0
     out, _err = capsys.readouterr()
-    assert common.parse_result(out) == {"echo": ["x *** y", {"nested": "***"}], "n": 3}
+    assert job_contract.parse_result(out) == {"echo": ["x *** y", {"nested": "***"}], "n": 3}
 
 
 def test_the_private_spark_conf_and_openlineage_settings_are_registered():

@@ -26,6 +26,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from test_branch_support import tree
 from test_secrets_fuzz import _password
 
+from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
 from airflow_provider_paimon.paimon import secrets
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
@@ -39,7 +40,6 @@ from airflow_provider_paimon.paimon.table_options import (
 from airflow_provider_paimon.spark.datasource.streaming_writer import create_stream_writer
 from airflow_provider_paimon.spark.datasource.write_setup import plan_write
 from airflow_provider_paimon.spark.options import (
-    CONNECTION_OPTIONS_ENV,
     CONNECTION_WAREHOUSE_ENV,
     OWN_OPTIONS,
     parse_options,
@@ -116,7 +116,7 @@ def test_paimon_java_options_and_documented_prefixes_are_table_options():
 
 def test_connection_secrets_go_to_the_catalog_are_registered_and_unknown_keys_are_named(monkeypatch, caplog):
     options, secret_list = _rest_connection(random.Random(30))
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps(options))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(options))
     monkeypatch.delenv(CONNECTION_WAREHOUSE_ENV, raising=False)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_paimon.spark.options"):
         opts = parse_options({"warehouse": "/wh/rest-case", "table": "db.t", "target-file-size": "64 mb",
@@ -135,7 +135,7 @@ def test_a_created_table_stores_only_table_options_and_a_secret_looking_one_is_r
     monkeypatch, warehouse
 ):
     options, secret_list = _rest_connection(random.Random(31))
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps(options))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(options))
     monkeypatch.setenv(CONNECTION_WAREHOUSE_ENV, warehouse)
     rng = random.Random(32)
     external = _password(rng)

@@ -230,9 +230,9 @@ def test_streaming_sigkill_and_restart_is_exactly_once(spark, s3_warehouse, tmp_
     from streaming.stream_job import drain
     from streaming.test_streaming_kill import _run
 
+    from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
     from airflow_provider_paimon.spark.options import (
-        CONNECTION_OPTIONS_ENV,
-        CONNECTION_WAREHOUSE_ENV,
+            CONNECTION_WAREHOUSE_ENV,
     )
 
     src = make_table(s3_warehouse, "db.src")
@@ -241,7 +241,7 @@ def test_streaming_sigkill_and_restart_is_exactly_once(spark, s3_warehouse, tmp_
     append(src, [4, 5])
     make_table(s3_warehouse, "db.dst")
     checkpoint = str(tmp_path / "ck")
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps(s3_warehouse.options))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(s3_warehouse.options))
     monkeypatch.setenv(CONNECTION_WAREHOUSE_ENV, s3_warehouse.uri)
 
     _run(s3_warehouse.uri, checkpoint, "before-commit:1")
