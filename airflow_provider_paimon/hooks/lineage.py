@@ -35,10 +35,14 @@ from airflow_provider_paimon.lineage.url import (
     DEFAULT_DATABASE,
     build_url,
     check_database_name,
-    mask_url,
     parse_url,
 )
-from airflow_provider_paimon.paimon.secrets import register_secret, register_url_secrets, scrub
+from airflow_provider_paimon.paimon.secrets import (
+    mask_url,
+    register_secret,
+    register_url_secrets,
+    scrub,
+)
 
 
 def url_from_connection(

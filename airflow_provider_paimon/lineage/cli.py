@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from ..job_contract import CATALOG_OPTIONS_ENV, LINEAGE_URL_ENV
+from ..paimon.secrets import mask_url
 from . import cascade, queries
 from .errors import (
     InvalidLineageArgumentError,
@@ -32,7 +33,7 @@ from .errors import (
     SchemaVersionError,
 )
 from .store import LineageStore
-from .url import DEFAULT_DATABASE, mask_url, scrub
+from .url import DEFAULT_DATABASE, scrub
 
 _HIDDEN = "<value not shown>"
 _COMMAND_LIKE = re.compile(r"^[a-z][a-z-]{0,40}$")

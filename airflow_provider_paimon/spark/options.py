@@ -150,8 +150,9 @@ def _names(options: Mapping[str, str], key: str) -> list[str]:
     return [part.strip() for part in str(raw).split(",") if part.strip()]
 
 
-def parse_partition_spec(raw: str) -> dict[str, str]:
-    """``"dt=2024-01-01,region=eu"`` -> ``{"dt": "2024-01-01", "region": "eu"}``."""
+def parse_overwrite_partition(raw: str) -> dict[str, str]:
+    """The ``overwrite-partition`` option, ``"dt=2024-01-01,region=eu"`` -> ``{"dt": "2024-01-01", "region": "eu"}``
+    (text: the write parses it by the table's types, ``paimon.partitions.parse_partition_spec``)."""
     spec: dict[str, str] = {}
     for part in str(raw).split(","):
         if not part.strip():
@@ -281,7 +282,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
             f"option 'overwrite-mode' must be 'static' or 'dynamic', got {mode!r}"
         )
     overwrite_partition = (
-        parse_partition_spec(opts["overwrite-partition"]) if opts.get("overwrite-partition") else None
+        parse_overwrite_partition(opts["overwrite-partition"]) if opts.get("overwrite-partition") else None
     )
     if overwrite_partition is not None and mode == "dynamic":
         raise InvalidArgumentError(

@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import SECRET, set_connection
 
-from airflow_provider_paimon.hooks.paimon import (
-    PaimonHook,
-    config_from_connection,
-    is_secret_option,
-)
+from airflow_provider_paimon.hooks.paimon import PaimonHook, config_from_connection
 from airflow_provider_paimon.paimon.errors import BranchNotFoundError, TableNotFoundError
+from airflow_provider_paimon.paimon.secrets import is_secret
 
 
 def test_connection_fields_map_to_catalog_options():
@@ -44,7 +41,7 @@ def test_connection_fields_map_to_catalog_options():
      ("metastore", False), ("uri", False), ("jdbc.useSSL", False)],
 )
 def test_secret_option_detection(key, secret):
-    assert is_secret_option(key) is secret
+    assert is_secret(key) is secret
 
 
 PUNCT_PASSWORD = "Pw,(x)'y@z/%+ \u00a7\u2014q9"
