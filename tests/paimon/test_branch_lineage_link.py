@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from test_branch_support import load_table, make_table, rows, write
+from support.branch_tables import load_table, make_table, rows, write
 
 from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV, parse_result
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 from fuzz_passwords import shown
-from test_secrets_fuzz import _password
+from secret_fuzz import fuzz_password
 
 from airflow_provider_paimon import job_contract
 from airflow_provider_paimon.paimon import secrets
@@ -39,9 +39,9 @@ def test_a_failing_job_prints_none_of_the_secrets_it_was_given(tmp_path):
     """``tag list`` against a REST catalog whose ``uri`` carries a password: the REST
     client's parse error and the traceback quote the URL's authority."""
     rng = random.Random(1130)
-    passwords = ["Pw,(x)/y?z#1@9z", *(_password(rng) for _ in range(2))]
+    passwords = ["Pw,(x)/y?z#1@9z", *(fuzz_password(rng) for _ in range(2))]
     for password in passwords:
-        token, lineage_pw, ol_key = _password(rng), _password(rng), _password(rng)
+        token, lineage_pw, ol_key = fuzz_password(rng), fuzz_password(rng), fuzz_password(rng)
         env = dict(os.environ)
         env.update({
             "PYTHONPATH": os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]),
@@ -65,7 +65,7 @@ def test_a_failing_job_prints_none_of_the_secrets_it_was_given(tmp_path):
 
 def test_log_records_error_and_result_of_a_job_are_scrubbed(capsys, caplog, monkeypatch):
     rng = random.Random(1131)
-    password, key = _password(rng), _password(rng)
+    password, key = fuzz_password(rng), fuzz_password(rng)
     monkeypatch.setenv(job_contract.CATALOG_OPTIONS_ENV, json.dumps({"fs.s3.accessKeySecret": key}))
     monkeypatch.setenv("PAIMON_LINEAGE_URL", f"postgresql+psycopg2://u:{quote(password, safe='')}@db:5432/x")
     log = logging.getLogger("airflow_provider_paimon.jobs.test")
@@ -94,7 +94,7 @@ def test_log_records_error_and_result_of_a_job_are_scrubbed(capsys, caplog, monk
 
 def test_the_private_spark_conf_and_openlineage_settings_are_registered():
     rng = random.Random(1132)
-    api_key, url_pw, header, plain = (_password(rng) for _ in range(4))
+    api_key, url_pw, header, plain = (fuzz_password(rng) for _ in range(4))
     register_private_secrets(
         {"OPENLINEAGE_URL": f"http://ol:{url_pw}@ol.example:5000", "OPENLINEAGE_NAMESPACE": "plain-ns"},
         spark_conf={

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from test_branch_support import load_table, make_table, rows, table_dir, tree, write
+from support.branch_tables import load_table, make_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.spark.jobs import branch as branch_job

@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from test_branch_support import make_table, rows, table_dir, tree, write
+from support.branch_tables import make_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.spark.jobs import maintenance as job

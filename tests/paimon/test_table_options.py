@@ -23,8 +23,8 @@ from pypaimon import Schema
 from pypaimon.common.options.config_option import ConfigOption
 from pypaimon.common.options.core_options import CoreOptions
 from pyspark.sql.types import LongType, StringType, StructField, StructType
-from test_branch_support import tree
-from test_secrets_fuzz import _password
+from secret_fuzz import fuzz_password
+from support.branch_tables import tree
 
 from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
 from airflow_provider_paimon.paimon import secrets
@@ -70,7 +70,7 @@ def _leaks(root: str, secret_list: list[str]) -> list[str]:
 
 def _rest_connection(rng: random.Random) -> tuple[dict[str, str], list[str]]:
     """A REST connection's options, as the Airflow hook puts them in the private env."""
-    bearer, passphrase, pwd, uri_pw = (_password(rng) for _ in range(4))
+    bearer, passphrase, pwd, uri_pw = (fuzz_password(rng) for _ in range(4))
     options = {
         "header.Authorization": f"Bearer {bearer}",
         "oauth.passphrase": passphrase,
@@ -138,7 +138,7 @@ def test_a_created_table_stores_only_table_options_and_a_secret_looking_one_is_r
     monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(options))
     monkeypatch.setenv(CONNECTION_WAREHOUSE_ENV, warehouse)
     rng = random.Random(32)
-    external = _password(rng)
+    external = fuzz_password(rng)
     base = {"table": "db.t", "create-table": "true"}
     refusals = {
         "data-file.external-paths": f"s3://AKIDEXAMPLE:{external}@bucket/ext",  # URL user info
@@ -172,7 +172,7 @@ def test_set_option_takes_only_table_options_and_never_a_credential(warehouse):
     before = tree(warehouse)
     rng = random.Random(33)
     for _ in range(20):
-        password = _password(rng)
+        password = fuzz_password(rng)
         for change, named in (
             ({"op": "set_option", "key": "owner", "value": "ops"}, "'owner': not Paimon table option"),
             ({"op": "set_option", "key": "rest.client.pwd", "value": password}, "'rest.client.pwd': not Paimon"),
