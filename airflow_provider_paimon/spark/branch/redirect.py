@@ -225,6 +225,7 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
     from ..lineage.connect_capture import lineage_defaults
     from ..lineage.direct import check_session, session_info
     from ..options import parse_options
+    from ..session import worker_environment
 
     defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
     if defaults and not has_lineage_proposal_options(opts.raw):
@@ -232,13 +233,6 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
     resolved = apply(opts, session_entries(session), what=what)
     check_session(resolved, worker_environment(session))  # options and the capture must agree
     return dataclasses.replace(resolved, lineage_session=session_info(session))
-
-
-def worker_environment(spark: Any) -> dict[str, str]:
-    """The environment the session gives its Python workers (``sc.environment``; none on Connect)."""
-    from ..session import worker_environment as environment
-
-    return environment(spark)
 
 
 def active_session() -> Any:
