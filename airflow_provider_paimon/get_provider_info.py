@@ -18,7 +18,7 @@ INTEGRATION = "Apache Paimon"
 
 # UI of the ``paimon`` connection: the warehouse goes in Host (never with credentials in
 # it: they go in Login/Password); catalog options in Extra. Every extra that is not a
-# known setting is treated as a secret (hooks/connection_secrets.py).
+# known setting is treated as a secret (common/connection_secrets.py).
 PAIMON_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
     "hidden-fields": ["schema", "port"],
     "relabeling": {

@@ -30,7 +30,7 @@ from pathlib import Path
 from airflow.sdk import DAG, Param
 
 from airflow_provider_paimon.deadlines import deadline_from_env
-from airflow_provider_paimon.operators.cascade import cascade_correction
+from airflow_provider_paimon.task_groups.cascade import cascade_correction
 
 DAG_ID = "paimon_cascade_correction"
 APP = str(Path(__file__).resolve().parent / "jobs" / "cascade_chain.py")

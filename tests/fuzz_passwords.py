@@ -1,24 +1,20 @@
-"""The secret fuzz test's password generator (``tests/paimon/test_secrets_fuzz.py``), for
+"""The secret fuzz test's password generator (``secret_fuzz.fuzz_password``), for
 tests in other folders: passwords from printable ASCII and Unicode punctuation, each
 starting ``Pw`` and ending ``9z`` so that a part of one is recognisable in output."""
 
 from __future__ import annotations
 
 import json
-import os
 import random
-import sys
 from urllib.parse import quote
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "paimon"))
-
-from test_secrets_fuzz import _password
+from secret_fuzz import fuzz_password
 
 
 def passwords(seed: int, count: int) -> list[str]:
     """``count`` passwords of the fuzz generator, reproducible from ``seed``."""
     rng = random.Random(seed)
-    return [_password(rng) for _ in range(count)]
+    return [fuzz_password(rng) for _ in range(count)]
 
 
 def shown(text: str, secrets: list[str]) -> list[str]:

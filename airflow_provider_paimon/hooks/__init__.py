@@ -4,6 +4,6 @@ Importing any of them arms Airflow's secrets masker with the package's secret re
 (``secret_masking.py``).
 """
 
-from airflow_provider_paimon.hooks.secret_masking import arm_airflow_masker
+from airflow_provider_paimon.common.secret_masking import arm_airflow_masker
 
 arm_airflow_masker()

@@ -26,7 +26,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 from sqlalchemy.engine import URL
 
-from airflow_provider_paimon.hooks.connection_secrets import (
+from airflow_provider_paimon.common.connection_secrets import (
     CredentialsInLocationError,
     check_location,
 )
@@ -35,10 +35,14 @@ from airflow_provider_paimon.lineage.url import (
     DEFAULT_DATABASE,
     build_url,
     check_database_name,
-    mask_url,
     parse_url,
 )
-from airflow_provider_paimon.paimon.secrets import register_secret, register_url_secrets, scrub
+from airflow_provider_paimon.paimon.secrets import (
+    mask_url,
+    register_secret,
+    register_url_secrets,
+    scrub,
+)
 
 
 def url_from_connection(

@@ -18,7 +18,6 @@ its command line; their values are registered with Airflow's log masker.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -36,12 +35,8 @@ from airflow_provider_paimon.hooks.spark_job import (
     read_job_record,
     register_secrets,
 )
+from airflow_provider_paimon.job_contract import RESULT_FILE_ENV, RESULT_PREFIX, read_job_line
 from airflow_provider_paimon.paimon.secrets import scrub
-from airflow_provider_paimon.spark.jobs.common import (
-    ERROR_PREFIX,
-    RESULT_FILE_ENV,
-    RESULT_PREFIX,
-)
 from airflow_provider_paimon.spark.jobs.launcher import FAMILIES
 
 #: families whose jobs create no SparkSession (the launcher's others need Spark)
@@ -129,14 +124,15 @@ class PaimonLocalJobHook(BaseHook):
         return self.result
 
     def _capture_line(self, raw: str) -> None:
-        line = raw.strip()
-        if line.startswith(RESULT_PREFIX):
-            try:
-                self.result = json.loads(line[len(RESULT_PREFIX):])
-            except json.JSONDecodeError:
-                self.log.warning("unreadable %s line", RESULT_PREFIX.strip())
-        elif line.startswith(ERROR_PREFIX):
-            self.job_error = line[len(ERROR_PREFIX):].strip()
+        read = read_job_line(raw)
+        if read is None:
+            return
+        if read.kind == "error":
+            self.job_error = read.value
+        elif read.readable:
+            self.result = read.value
+        else:
+            self.log.warning("unreadable %s line", RESULT_PREFIX.strip())
 
     def on_kill(self) -> None:
         """Stop the job (SIGTERM, then SIGKILL after 10 s); its journals make a rerun finish."""

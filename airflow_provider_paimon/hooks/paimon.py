@@ -21,7 +21,7 @@ Connection layout:
   ``path-style-access`` stand for ``fs.s3.endpoint``, ``fs.s3.region`` and
   ``fs.s3.path-style-access``; the full ``fs.s3.*`` names work too and win.
 
-Secrets are known by where they come from (``hooks/connection_secrets.py``): the
+Secrets are known by where they come from (``common/connection_secrets.py``): the
 Password, the Login when it is an S3 access key id, and every extra that is not a known
 non-secret option (fail closed) are registered by their whole value the moment the
 connection is read, so Airflow's masker and the package's own messages hide them; the
@@ -41,12 +41,12 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from airflow_provider_paimon.hooks.connection_secrets import check_location, connection_secret_keys
-from airflow_provider_paimon.hooks.secret_masking import register_value
+from airflow_provider_paimon.common.connection_secrets import check_location, connection_secret_keys
+from airflow_provider_paimon.common.secret_masking import register_value
 from airflow_provider_paimon.lineage.meta_options import pypaimon_catalog_options
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError
-from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.names import is_main
 from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.secrets import (
     SECRET_KEY_MARKERS,
@@ -78,11 +78,6 @@ def is_s3_warehouse(warehouse: str) -> bool:
     return bool(sep) and scheme.lower() in S3_SCHEMES
 
 
-def is_secret_option(key: str, value: str | None = None) -> bool:
-    """True for catalog options that must never be logged or put on a command line."""
-    return is_secret(key, value)
-
-
 @dataclass(frozen=True)
 class CatalogConfig:
     """Where the warehouse is and how to open its catalog, as resolved from a connection.
@@ -97,7 +92,7 @@ class CatalogConfig:
     secret_keys: frozenset[str] = frozenset()
 
     def is_secret(self, key: str) -> bool:
-        return key in self.secret_keys or is_secret_option(key, self.options.get(key))
+        return key in self.secret_keys or is_secret(key, self.options.get(key))
 
     @property
     def public_options(self) -> dict[str, str]:
@@ -379,10 +374,6 @@ class PaimonHook(BaseHook):
                 secrets += secret_values(self.catalog_config.options)
             return False, scrub(f"cannot open the Paimon catalog: {type(err).__name__}: {err}", secrets)
         return True, f"opened warehouse {self.warehouse} ({len(databases)} databases)"
-
-    def check_table_name(self, table: str) -> None:
-        """Raise ``InvalidArgumentError`` unless ``table`` looks like ``db.table``."""
-        parse_table_name(table)
 
 
 def _snapshot_dict(snapshot: Any) -> dict[str, Any]:

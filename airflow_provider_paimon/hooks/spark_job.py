@@ -48,15 +48,15 @@ from typing import Any
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
-from airflow_provider_paimon.hooks.secret_masking import register_values
-from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
-from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
-from airflow_provider_paimon.spark.jobs.common import (
+from airflow_provider_paimon.common.secret_masking import register_values
+from airflow_provider_paimon.job_contract import (
     CATALOG_OPTIONS_ENV,
-    ERROR_PREFIX,
     RESULT_FILE_ENV,
     RESULT_PREFIX,
+    read_job_line,
 )
+from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
+from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
 
 EXIT_BAD_INPUT = 2
 SECRET_PROPERTIES_FILE = "secret-spark.properties"
@@ -401,14 +401,12 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     def capture_line(self, raw: str) -> None:
         """Record a ``PAIMON_RESULT`` / ``PAIMON_ERROR`` line (the last of each wins)."""
-        line = raw.strip()
-        idx = line.find(RESULT_PREFIX)
-        if idx >= 0:
-            try:
-                self.result = json.loads(line[idx + len(RESULT_PREFIX):])
-            except json.JSONDecodeError:
-                self.log.warning("unreadable %s line: %s", RESULT_PREFIX.strip(), line)
+        read = read_job_line(raw)
+        if read is None:
             return
-        idx = line.find(ERROR_PREFIX)
-        if idx >= 0:
-            self.job_error = line[idx + len(ERROR_PREFIX):].strip()
+        if read.kind == "error":
+            self.job_error = read.value
+        elif read.readable:
+            self.result = read.value
+        else:
+            self.log.warning("unreadable %s line: %s", RESULT_PREFIX.strip(), raw.strip())

@@ -4,6 +4,7 @@ Imports neither Spark nor Airflow. Start with ``LineageStore.from_url(url)``; se
 docs/lineage.md for the schema, the API and the ``paimon-lineage`` command.
 """
 
+from ..paimon.secrets import mask_url  # the package's one masker, part of this package's API
 from .cascade import CascadePlan, CascadeTable, plan_cascade
 from .entities import BarrierRun, DataLineage, LineageFilter, SnapshotRef, TableLineage
 from .errors import (
@@ -31,11 +32,10 @@ from .queries import (
 from .retry import RetryPolicy
 from .schema import LATEST_VERSION
 from .store import LineageStore
-from .url import DEFAULT_DATABASE, ENV_URL, default_url, mask_url
+from .url import DEFAULT_DATABASE, default_url
 
 __all__ = [
     "DEFAULT_DATABASE",
-    "ENV_URL",
     "LATEST_VERSION",
     "BarrierRun",
     "CascadePlan",

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
+from ..job_contract import CATALOG_OPTIONS_ENV, LINEAGE_URL_ENV
+from ..paimon.secrets import mask_url
 from . import cascade, queries
 from .errors import (
     InvalidLineageArgumentError,
@@ -31,7 +33,7 @@ from .errors import (
     SchemaVersionError,
 )
 from .store import LineageStore
-from .url import DEFAULT_DATABASE, ENV_URL, mask_url, scrub
+from .url import DEFAULT_DATABASE, scrub
 
 _HIDDEN = "<value not shown>"
 _COMMAND_LIKE = re.compile(r"^[a-z][a-z-]{0,40}$")
@@ -114,7 +116,7 @@ def _depth_arg(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--url", default=argparse.SUPPRESS,
-                        help=f"SQLAlchemy URL of the store (default: ${ENV_URL} or ~/.paimon/lineage.sqlite)")
+                        help=f"SQLAlchemy URL of the store (default: ${LINEAGE_URL_ENV} or ~/.paimon/lineage.sqlite)")
     common.add_argument("--database", default=argparse.SUPPRESS,
                         help=f"system database / schema on MySQL/PostgreSQL (default: {DEFAULT_DATABASE})")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
@@ -287,7 +289,7 @@ def _fill(store: LineageStore, args: argparse.Namespace) -> dict[str, int]:
     from ..paimon.catalog import load_table, open_catalog
     from .identity_fill import fill_identities
 
-    options: dict[str, str] = json.loads(os.environ.get("PAIMON_CATALOG_OPTIONS_JSON") or "{}")
+    options: dict[str, str] = json.loads(os.environ.get(CATALOG_OPTIONS_ENV) or "{}")
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

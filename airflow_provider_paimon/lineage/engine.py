@@ -32,8 +32,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool, StaticPool
 
+from ..paimon.secrets import mask_url
 from .errors import InvalidLineageArgumentError
-from .url import backend_of, default_sqlite_path, mask_url
+from .url import backend_of, default_sqlite_path
 
 IMMEDIATE = "paimon_sqlite_immediate"
 LOCK_TIMEOUT_S = 60

@@ -30,9 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy.engine import URL
 
+from ..paimon.secrets import mask_url
 from .entities import DataLineage, LineageFilter, TableLineage
 from .errors import InvalidLineageArgumentError, LineageError
-from .url import DEFAULT_DATABASE, mask_url
+from .url import DEFAULT_DATABASE
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +112,6 @@ def register_factory(factory: LineageMetaFactory) -> None:
     """Add a factory in this process (tests, notebooks); wins over an entry point."""
     with _lock:
         _registered[_checked(factory, "register_factory").identifier()] = factory
-
-
-def unregister_factory(identifier: str) -> None:
-    with _lock:
-        _registered.pop(identifier, None)
 
 
 def _checked(factory: Any, source: str) -> LineageMetaFactory:

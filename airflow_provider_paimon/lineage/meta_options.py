@@ -42,8 +42,9 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.secrets import split_userinfo
 
+from ..paimon.secrets import mask_url
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
-from .url import DEFAULT_DATABASE, check_database_name, mask_url, parse_url, scrub
+from .url import DEFAULT_DATABASE, check_database_name, parse_url, scrub
 
 TABLE_LINEAGE = "table-lineage"
 DATA_LINEAGE = "data-lineage"

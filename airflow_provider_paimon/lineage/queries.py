@@ -723,7 +723,7 @@ MAX_HISTORY_PAGE = 500
 HISTORY_DETAIL_ROWS = 10_000
 
 
-def table_history(
+def lineage_snapshot_history(
     store: LineageStore,
     database: str,
     table: str,

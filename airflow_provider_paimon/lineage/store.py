@@ -26,6 +26,7 @@ from sqlalchemy.engine import URL
 from airflow_provider_paimon.paimon.secrets import is_secret
 from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
 
+from ..paimon.secrets import mask_url
 from . import schema
 from .engine import IMMEDIATE, create_mysql_database, create_store_engine, ensure_schema
 from .entities import (
@@ -50,7 +51,6 @@ from .url import (
     backend_of,
     check_database_name,
     driver_requirement,
-    mask_url,
     parse_url,
     scrub,
 )

@@ -15,12 +15,11 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.paimon import secrets
 
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
 
-#: Environment variable that names the store when no URL is given.
-ENV_URL = "PAIMON_LINEAGE_URL"
 #: Default system database name (the Paimon lineage proposal's ``jdbc.database``).
 DEFAULT_DATABASE = "paimon"
 MASK = secrets.MASK
@@ -43,21 +42,11 @@ def default_sqlite_path() -> Path:
 
 def default_url() -> str:
     """``$PAIMON_LINEAGE_URL``, else a SQLite file at ``default_sqlite_path()``."""
-    return os.environ.get(ENV_URL) or f"sqlite:///{default_sqlite_path()}"
+    return os.environ.get(LINEAGE_URL_ENV) or f"sqlite:///{default_sqlite_path()}"
 
 
 def _text(url: str | URL) -> str:
     return url.render_as_string(hide_password=False) if isinstance(url, URL) else str(url)
-
-
-def mask_url(url: str | URL) -> str:
-    """The URL as text with its password (and secret-looking query values) replaced.
-
-    The package's secret policy (``paimon/secrets.py``) does the masking on the text,
-    so a mistyped URL that SQLAlchemy cannot parse (``mysql+pymysql:/root:PW@h``,
-    ``root:PW@h``) is masked as well as a good one.
-    """
-    return secrets.mask_url(_text(url))
 
 
 def secrets_of(url: str | URL) -> list[str]:
@@ -132,19 +121,19 @@ def parse_url(url: str | URL | None) -> URL:
         parsed = raw if isinstance(raw, URL) else make_url(str(raw))
     except ArgumentError:
         raise InvalidLineageArgumentError(
-            f"lineage store URL {mask_url(str(raw))!r} is not a SQLAlchemy URL; use e.g. "
+            f"lineage store URL {secrets.mask_url(str(raw))!r} is not a SQLAlchemy URL; use e.g. "
             "'sqlite:////path/lineage.sqlite', 'mysql+pymysql://user:pass@host:3306' or "
             "'postgresql+psycopg2://user:pass@host:5432/db'"
         ) from None
     except ValueError:  # SQLAlchemy's int(port)
         raise InvalidLineageArgumentError(
-            f"lineage store URL {mask_url(str(raw))!r} has a port that is not a number; "
+            f"lineage store URL {secrets.mask_url(str(raw))!r} has a port that is not a number; "
             "write host:PORT with a number, e.g. 'mysql+pymysql://user:pass@host:3306/db'"
         ) from None
     backend = parsed.get_backend_name()
     if backend not in _BACKENDS:
         raise UnsupportedBackendError(
-            f"lineage store URL {mask_url(parsed)!r} uses backend {backend!r}; supported are "
+            f"lineage store URL {secrets.mask_url(parsed)!r} uses backend {backend!r}; supported are "
             "sqlite, mysql/mariadb (pymysql) and postgresql (psycopg2)"
         )
     if "+" not in parsed.drivername:
@@ -168,7 +157,7 @@ def check_connect_arguments(url: URL) -> None:
         dialect_cls().create_connect_args(url)
     except (ValueError, TypeError) as err:
         raise InvalidLineageArgumentError(
-            f"lineage store URL {mask_url(url)!r} has a bad connection argument in its query "
+            f"lineage store URL {secrets.mask_url(url)!r} has a bad connection argument in its query "
             f"string ({scrub(str(err), url)}); fix or remove it"
         ) from None
 

@@ -3,14 +3,14 @@ upkeep, and ``PaimonSparkSubmitOperator`` for your own jobs on the ``paimon`` da
 
 ``AlterTableOperator`` (schema changes, no Spark) is importable from here; the other
 operators from their modules (``operators.branch``, ``operators.tag``, ...). Importing
-any of them arms Airflow's secrets masker (``hooks/secret_masking.py``).
+any of them arms Airflow's secrets masker (``common/secret_masking.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_paimon.hooks.secret_masking import arm_airflow_masker
+from airflow_provider_paimon.common.secret_masking import arm_airflow_masker
 
 arm_airflow_masker()
 

@@ -20,8 +20,8 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.common.audit_summary import audit_summary, summary_key
 from airflow_provider_paimon.hooks.paimon import PaimonHook
-from airflow_provider_paimon.operators.audit_summary import audit_summary, summary_key
 from airflow_provider_paimon.operators.base import (
     PaimonSparkJobOperator,
     optional_int,

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.hooks.local_job import METADATA_FAMILIES, PaimonLocalJobHook
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_connect_job import (
@@ -47,7 +48,6 @@ from airflow_provider_paimon.operators.run_tagging import (
     tag_committed_snapshot,
 )
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import is_main, name_profile, parse_table_name
 from airflow_provider_paimon.paimon.option_values import parse_int

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.operators.approval import ApprovalGateMixin
 from airflow_provider_paimon.operators.base import (
     IF_EXISTS,
@@ -32,7 +33,6 @@ from airflow_provider_paimon.paimon.names import (
 )
 
 BACKUP_KINDS = ("tag", "branch")
-LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
 
 
 class _BranchOperator(PaimonSparkJobOperator):

@@ -86,7 +86,7 @@ class PaimonOpenLineageMixin:
         """The operator's ``asset_partitions`` argument (its ``__init__`` takes it, so
         Airflow's checks of ``partial()``/``expand()`` know it): ``True``, after a run that
         changed an output, one partitioned asset event per partition changed (module doc)."""
-        from airflow_provider_paimon.operators.asset_partitions import check_asset_partitions
+        from airflow_provider_paimon.common.asset_partitions import check_asset_partitions
 
         task_id = getattr(self, "task_id", "?")
         self.asset_partitions = check_asset_partitions(asset_partitions, task_id)
@@ -370,7 +370,7 @@ class PaimonOpenLineageMixin:
         from airflow.sdk.exceptions import AirflowFailException
 
         from airflow_provider_paimon.assets import asset_for
-        from airflow_provider_paimon.operators.asset_partitions import emit_partition_events
+        from airflow_provider_paimon.common.asset_partitions import emit_partition_events
         from airflow_provider_paimon.paimon.partition_keys import partition_keys_between
         from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot
 

@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.operators.asset_partitions import (
+from airflow_provider_paimon.common.asset_partitions import (
     announce_partition,
     check_asset_partitions,
 )
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.triggers.partition import check_partition_arg
 

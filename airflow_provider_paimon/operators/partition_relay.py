@@ -24,7 +24,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.operators.asset_partitions import emit_partition_events
+from airflow_provider_paimon.common.asset_partitions import emit_partition_events
 from airflow_provider_paimon.paimon.commit_properties import (
     ASSET_PARTITIONS,
     ASSET_PARTITIONS_REPORTED,

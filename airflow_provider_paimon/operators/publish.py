@@ -21,15 +21,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from airflow_provider_paimon.common.templating import is_templated
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.operators.approval import ApprovalGateMixin
 from airflow_provider_paimon.operators.base import (
     PaimonSparkJobOperator,
     operator_lineage_store,
     optional_str,
 )
-from airflow_provider_paimon.operators.branch import LINEAGE_URL_ENV
-from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name, validate_branch_name
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
-from airflow_provider_paimon.operators.templating import is_templated
+from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.common.templating import is_templated
 from airflow_provider_paimon.paimon.errors import ConcurrentModificationError, PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name
 

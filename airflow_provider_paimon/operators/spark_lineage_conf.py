@@ -100,7 +100,7 @@ def inject_openlineage_spark_conf(
 
 def _mask_secret_values(conf: Mapping[str, Any]) -> None:
     """Register transport secrets (API keys, headers, URL passwords) by origin."""
-    from airflow_provider_paimon.hooks.secret_masking import register_values
+    from airflow_provider_paimon.common.secret_masking import register_values
 
     register_values(
         secret_values({k: v for k, v in conf.items() if str(k).startswith("spark.openlineage.transport")})

@@ -38,19 +38,24 @@ from typing import Any, ClassVar
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.common.asset_partitions import (
+    check_asset_partitions,
+    emit_partition_events,
+    paimon_outlets,
+    try_partition_env,
+)
+from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.common.templating import is_templated
 from airflow_provider_paimon.hooks.spark_connect_job import (
     PaimonSparkConnectJobHook,
     is_spark_connect,
 )
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook, airflow_context_env
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.operators.asset_partitions import (
     PartitionTarget,
-    check_asset_partitions,
-    emit_partition_events,
     outlet_tables,
     own_warehouse_hook,
-    paimon_outlets,
-    try_partition_env,
 )
 from airflow_provider_paimon.operators.base import checked_log_level
 from airflow_provider_paimon.operators.links import MarquezLink
@@ -61,8 +66,6 @@ from airflow_provider_paimon.operators.run_tagging import (
     tag_committed_snapshot,
 )
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
-from airflow_provider_paimon.operators.templated_secrets import MaskRenderedSecrets
-from airflow_provider_paimon.operators.templating import is_templated
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name
 from airflow_provider_paimon.spark.branch.redirect import merge_redirects, redirect_conf
@@ -73,7 +76,6 @@ from airflow_provider_paimon.spark.log_level import with_log_level
 LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
 LINEAGE_JOB = "spark.paimon.lineage.job"
 LINEAGE_DATABASE = "spark.paimon.lineage.database"
-LINEAGE_URL_ENV = "PAIMON_LINEAGE_URL"
 
 
 class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):

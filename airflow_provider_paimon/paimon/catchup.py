@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from .errors import InvalidArgumentError, PaimonError
 from .names import MAIN_BRANCH, is_main, parse_table_name
+from .snapshots import table_latest_snapshot_id
 
 COMPACT = "COMPACT"
 
@@ -280,12 +281,6 @@ def _page(reader: Callable[..., list[tuple[int, Any]]], job: str, source: Source
     return reader(job, source, below=below, limit=_PAGE)
 
 
-def latest_snapshot_id(table: Any) -> int | None:
-    """Id of the latest snapshot of a pypaimon table (on its branch), or ``None``."""
-    snapshot = table.snapshot_manager().get_latest_snapshot()
-    return None if snapshot is None else int(snapshot.id)
-
-
 def commit_kind_reader(table: Any) -> Callable[[int], str | None]:
     """``id -> commit kind`` for a pypaimon table, ``None`` for a missing snapshot file."""
     manager = table.snapshot_manager()
@@ -451,7 +446,7 @@ def check_catch_up(
     kinds: dict[SourceRef, Callable[[int], str | None]] = {}
     for source in sources:
         table = load_table(catalog, source.name, source.branch)
-        latest[source] = latest_snapshot_id(table)
+        latest[source] = table_latest_snapshot_id(table)
         kinds[source] = commit_kind_reader(table)
         if spec.job and store is not None:  # a job without a store was refused above
             by_identity = getattr(store, "consumed_snapshots", None)

@@ -35,6 +35,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_paimon.job_contract import ASSET_PARTITIONS_ENV
+
 DAG_ID = "airflow.dag_id"
 RUN_ID = "airflow.run_id"
 TASK_ID = "airflow.task_id"
@@ -42,8 +44,8 @@ TRY_NUMBER = "airflow.try_number"
 MAP_INDEX = "airflow.map_index"
 SPARK_APP_ID = "spark.app.id"
 ASSET_PARTITIONS = "airflow.asset_partitions"
-#: the environment variable behind ``ASSET_PARTITIONS``, and its one value
-ASSET_PARTITIONS_ENV = "PAIMON_ASSET_PARTITIONS"
+#: the one value of the environment variable behind ``ASSET_PARTITIONS``
+#: (``job_contract.ASSET_PARTITIONS_ENV``)
 ASSET_PARTITIONS_REPORTED = "reported"
 
 #: environment variable -> snapshot property

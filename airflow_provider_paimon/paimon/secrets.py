@@ -433,9 +433,13 @@ def mask_url(url: Any) -> str:
     """``url`` as text with every registered secret and its credentials replaced by ``***``.
 
     Works on any text: a well-formed URL, a mistyped one (``mysql+pymysql:/root:PW@h``,
-    ``root:PW@h``) or a message that contains URLs; the rest is kept as it is.
+    ``root:PW@h``) or a message that contains URLs; the rest is kept as it is. A
+    SQLAlchemy ``URL`` is rendered with its password first (its ``str`` hides the
+    password but not secret query values), then masked like any text.
     """
-    return _mask(_mask_known(str(url)))[0]
+    render = getattr(url, "render_as_string", None)
+    text = render(hide_password=False) if callable(render) else str(url)
+    return _mask(_mask_known(text))[0]
 
 
 def secrets_in_text(text: Any) -> list[str]:

@@ -159,6 +159,14 @@ def latest_snapshot_id(layout: TableLayout, branch: str | None = None) -> int | 
     return ids[-1] if ids else None
 
 
+def table_latest_snapshot_id(table: Any) -> int | None:
+    """The latest snapshot id of a pypaimon table (on its branch) as pypaimon's snapshot
+    manager sees it, ``None`` when it has none. ``latest_snapshot_id`` is the same answer
+    from the files of a ``TableLayout``, for code that holds no pypaimon table."""
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return None if snapshot is None else int(snapshot.id)
+
+
 def earliest_snapshot_id(layout: TableLayout, branch: str | None = None) -> int | None:
     """The earliest snapshot id of ``branch`` (hint if valid, else the listing)."""
     hint = read_hint(layout, branch, "EARLIEST")

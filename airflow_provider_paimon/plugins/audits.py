@@ -3,7 +3,7 @@
 ``BranchAuditOperator`` and ``CascadeAuditOperator`` (operators/audit.py, cascade.py)
 leave their report in XCom (the return value, or key ``audit`` when a check failed the
 task) and, beside it, a summary of at most 8 KB under a key named after the table
-(``operators/audit_summary.py``: ``paimon_audit:<db.table>``). The page shows, per
+(``common/audit_summary.py``: ``paimon_audit:<db.table>``). The page shows, per
 table, the newest summaries: rows added and removed per partition between the branch
 and its base, so whoever publishes a branch sees what it would change.
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..operators.audit_summary import bounded_text as _text
-from ..operators.audit_summary import int_or_none as _int
-from ..operators.audit_summary import partition_text as _partition
-from ..operators.audit_summary import summary_key
+from ..common.audit_summary import bounded_text as _text
+from ..common.audit_summary import int_or_none as _int
+from ..common.audit_summary import partition_text as _partition
+from ..common.audit_summary import summary_key
 
 #: Operators whose XComs are audit reports (``TaskInstance.operator``: the class name).
 AUDIT_OPERATORS = ("BranchAuditOperator", "CascadeAuditOperator")

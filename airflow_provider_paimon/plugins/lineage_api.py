@@ -54,8 +54,8 @@ from ..lineage.queries import (
     JobFilter,
     TableGraph,
     impact,
+    lineage_snapshot_history,
     table_graph,
-    table_history,
     walk_bounded,
 )
 from . import audits as audit_views
@@ -159,7 +159,7 @@ def create_app(
         limit: int = Query(50, ge=1, le=MAX_HISTORY_PAGE),
     ) -> dict:
         def run(store: LineageStore) -> dict:
-            h = table_history(store, database, table, branch=branch, before=before, limit=limit,
+            h = lineage_snapshot_history(store, database, table, branch=branch, before=before, limit=limit,
                               job_filter=visible)
             if not h.snapshots and before is None and not h.truncated:
                 raise HTTPException(status_code=404, detail=(

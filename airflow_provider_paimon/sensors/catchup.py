@@ -21,27 +21,21 @@ connection's".
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any, ClassVar
 
 from airflow.configuration import conf
-from airflow.sdk import BaseSensorOperator, PokeReturnValue
-from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
+from airflow.sdk import PokeReturnValue
+from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.common.deferral import DeferrableCheckSensor, blank_to_none
+from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.hooks.catchup import CatchUpHook
-from airflow_provider_paimon.lineage.retry import outlasts_a_poll
-from airflow_provider_paimon.operators.templated_secrets import (
-    MaskRenderedSecrets,
-    refuse_secrets_message,
-    trigger_secret_problems,
-)
 from airflow_provider_paimon.paimon.secrets import scrub
 from airflow_provider_paimon.triggers.catchup import SnapshotCatchUpTrigger
 
 
-class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
+class SnapshotCatchUpSensor(MaskRenderedSecrets, DeferrableCheckSensor):
     """Succeed when, for every source the job reads, consumed >= latest - max_lag_snapshots.
 
     :param table: the table (``db.table``) the job writes.
@@ -99,6 +93,8 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
     secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse", "lineage_url")
     secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#c8e6f5"
+    check_name = "catch-up check"
+    trigger_class = SnapshotCatchUpTrigger
 
     def __init__(
         self,
@@ -153,48 +149,19 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         """
         return {
             "table": self.table,
-            "branch": _blank_to_none(self.branch) or "main",
-            "job": _blank_to_none(self.job),
-            "consumer_id": _blank_to_none(self.consumer_id),
+            "branch": blank_to_none(self.branch) or "main",
+            "job": blank_to_none(self.job),
+            "consumer_id": blank_to_none(self.consumer_id),
             "sources": self.sources or None,
             "max_lag_snapshots": _lag(self.max_lag_snapshots),
-            "warehouse": _blank_to_none(self.warehouse),
+            "warehouse": blank_to_none(self.warehouse),
             "warehouse_options": self.warehouse_options,
-            "paimon_conn_id": _blank_to_none(self.paimon_conn_id),
-            "lineage_url": _blank_to_none(self.lineage_url),
-            "lineage_conn_id": _blank_to_none(self.lineage_conn_id),
-            "lineage_database": _blank_to_none(self.lineage_database),
+            "paimon_conn_id": blank_to_none(self.paimon_conn_id),
+            "lineage_url": blank_to_none(self.lineage_url),
+            "lineage_conn_id": blank_to_none(self.lineage_conn_id),
+            "lineage_database": blank_to_none(self.lineage_database),
             "wait_for_job_start": bool(self.wait_for_job_start),
         }
-
-    def execute(self, context: Any) -> Any:
-        if not self.deferrable:
-            try:
-                return super().execute(context)
-            finally:
-                self._close()
-        # Refuse before any work: the trigger's arguments are stored in clear.
-        problems = trigger_secret_problems(self.check_kwargs())
-        if problems:
-            raise AirflowFailException(refuse_secrets_message(problems))
-        # Check once on the worker: a job that has already caught up needs no trigger.
-        try:
-            done = self.poke(context)
-        finally:
-            self._close()
-        if isinstance(done, PokeReturnValue) and done.is_done:
-            return done.xcom_value
-        self.log.info("deferring to the triggerer (poll every %ss)", self.poke_interval)
-        self.defer(
-            trigger=SnapshotCatchUpTrigger(
-                check=self.check_kwargs(),
-                poll_interval=self.poke_interval,
-                deadline=time.time() + self.timeout,
-            ),
-            method_name="execute_complete",
-            # A backstop only: the trigger reports its own, clearer, timeout event first.
-            timeout=timedelta(seconds=self.timeout + max(60.0, self.poke_interval)),
-        )
 
     def poke(self, context: Any) -> bool | PokeReturnValue:
         if self._checker is None:
@@ -202,48 +169,20 @@ class SnapshotCatchUpSensor(MaskRenderedSecrets, BaseSensorOperator):
         try:
             result = self._checker.check()
         except Exception as err:  # noqa: BLE001 - retried next poke or failed (scrubbed), never swallowed
-            message = scrub(f"{type(err).__name__}: {err}")
-            if outlasts_a_poll(err):
-                self.log.warning("catch-up check failed, retrying next poke: %s", message)
-                return False
-            raise AirflowFailException(message) from None
+            return self.poke_failed(err, scrub(f"{type(err).__name__}: {err}"))
         if result.caught_up:
             self.log.info("caught up: %s", result.summary())
             return PokeReturnValue(is_done=True, xcom_value=result.to_dict())
         self.log.info("not caught up yet: %s", result.summary())
         return False
 
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
-        """Turn the trigger's event into the task's outcome (success/error/timeout)."""
-        event = event or {}
-        status = event.get("status")
-        message = event.get("message") or "no details"
-        if status == "success":
-            self.log.info("caught up: %s", event.get("result"))
-            return event.get("result")
-        if status == "timeout":
-            error: Exception = AirflowSensorTimeout(f"Sensor has timed out: {message}")
-        elif status == "error":
-            error = AirflowFailException(f"catch-up check failed: {message}")
-        else:
-            error = AirflowFailException(f"unexpected trigger event: {event!r}")
-        if self.soft_fail:
-            raise AirflowSkipException(f"Skipping due to soft_fail: {message}") from error
-        raise error
-
     def on_kill(self) -> None:
-        self._close()
+        self.close_checker()
 
-    def _close(self) -> None:
+    def close_checker(self) -> None:
         checker, self._checker = self._checker, None
         if checker is not None:
             checker.close()
-
-
-def _blank_to_none(value: Any) -> Any:
-    if isinstance(value, str) and not value.strip():
-        return None
-    return value
 
 
 def _lag(value: Any) -> int:

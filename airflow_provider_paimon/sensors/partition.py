@@ -20,25 +20,19 @@ partition's status (path, snapshot id, file and row counts, success file times).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any, ClassVar
 
 from airflow.configuration import conf
-from airflow.sdk import BaseSensorOperator, PokeReturnValue
-from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
+from airflow.sdk import PokeReturnValue
+from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.lineage.retry import outlasts_a_poll
-from airflow_provider_paimon.operators.asset_partitions import (
+from airflow_provider_paimon.common.asset_partitions import (
     announce_partition,
     check_asset_partitions,
 )
-from airflow_provider_paimon.operators.templated_secrets import (
-    MaskRenderedSecrets,
-    refuse_secrets_message,
-    trigger_secret_problems,
-)
+from airflow_provider_paimon.common.deferral import DeferrableCheckSensor, blank_to_none
+from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.triggers.partition import (
     PaimonPartitionTrigger,
     PartitionCheck,
@@ -47,7 +41,7 @@ from airflow_provider_paimon.triggers.partition import (
 )
 
 
-class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
+class PaimonPartitionSensor(MaskRenderedSecrets, DeferrableCheckSensor):
     """Succeed when ``partition`` of ``table`` (on ``branch``) has data, or is done.
 
     :param table: ``db.table``.
@@ -85,6 +79,8 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
     secret_url_fields: ClassVar[tuple[str, ...]] = ("warehouse",)
     secret_option_fields: ClassVar[tuple[str, ...]] = ("warehouse_options",)
     ui_color = "#c8e6f5"
+    check_name = "partition check"
+    trigger_class = PaimonPartitionTrigger
 
     def __init__(
         self,
@@ -120,34 +116,11 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
             table=self.table,
             partition={k: (None if v is None else str(v)) for k, v in check_partition_arg(self.partition).items()},
             wait_for=check_wait_for(self.wait_for),
-            branch=_blank_to_none(self.branch),
-            warehouse=_blank_to_none(self.warehouse),
+            branch=blank_to_none(self.branch),
+            warehouse=blank_to_none(self.warehouse),
             warehouse_options=self.warehouse_options or None,
-            paimon_conn_id=_blank_to_none(self.paimon_conn_id),
+            paimon_conn_id=blank_to_none(self.paimon_conn_id),
         ).kwargs()
-
-    def execute(self, context: Any) -> Any:
-        try:
-            check = self.check_kwargs()  # a rendered bad value fails here, before any I/O
-        except ValueError as err:
-            raise AirflowFailException(str(err)) from None
-        if not self.deferrable:
-            return self.announce(context, super().execute(context))
-        problems = trigger_secret_problems(check)
-        if problems:
-            raise AirflowFailException(refuse_secrets_message(problems))
-        done = self.poke(context)  # already there: no trigger needed
-        if isinstance(done, PokeReturnValue) and done.is_done:
-            return self.announce(context, done.xcom_value)
-        self.log.info("deferring to the triggerer (poll every %ss)", self.poke_interval)
-        self.defer(
-            trigger=PaimonPartitionTrigger(
-                check=check, poll_interval=self.poke_interval, deadline=time.time() + self.timeout
-            ),
-            method_name="execute_complete",
-            # A backstop only: the trigger reports its own, clearer, timeout event first.
-            timeout=timedelta(seconds=self.timeout + max(60.0, self.poke_interval)),
-        )
 
     def poke(self, context: Any) -> bool | PokeReturnValue:
         if self._checker is None:
@@ -158,11 +131,7 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         try:
             met, status = self._checker.check()
         except Exception as err:  # noqa: BLE001 - retried next poke or failed, never swallowed
-            message = self._checker.describe(err)
-            if outlasts_a_poll(err):
-                self.log.warning("partition check failed, retrying next poke: %s", message)
-                return False
-            raise AirflowFailException(message) from None
+            return self.poke_failed(err, self._checker.describe(err))
         if met:
             self.log.info("partition %s is %s", status["path"], _said(self.wait_for))
             return PokeReturnValue(is_done=True, xcom_value=status)
@@ -172,25 +141,7 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
         )
         return False
 
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
-        """Turn the trigger's event into the task's outcome (success/error/timeout)."""
-        event = event or {}
-        status = event.get("status")
-        message = event.get("message") or "no details"
-        if status == "success":
-            return self.announce(context, event.get("result"))
-        if status == "timeout":
-            error: Exception = AirflowSensorTimeout(f"Sensor has timed out: {message}")
-        elif status == "error":
-            error = AirflowFailException(f"partition check failed: {message}")
-        else:
-            error = AirflowFailException(f"unexpected trigger event: {event!r}")
-        if self.soft_fail:
-            raise AirflowSkipException(f"Skipping due to soft_fail: {message}") from error
-        raise error
-
-
-    def announce(self, context: Any, status: Any) -> Any:
+    def on_done(self, context: Any, status: Any) -> Any:
         """With ``asset_partitions``: the partitioned asset event for the partition found;
         returns ``status`` (the XCom value) unchanged."""
         if not self.asset_partitions or not isinstance(status, dict) or not status.get("path"):
@@ -208,8 +159,3 @@ class PaimonPartitionSensor(MaskRenderedSecrets, BaseSensorOperator):
 def _said(wait_for: str) -> str:
     return "holding data" if wait_for == "has_data" else "done"
 
-
-def _blank_to_none(value: Any) -> Any:
-    if isinstance(value, str) and not value.strip():
-        return None
-    return value

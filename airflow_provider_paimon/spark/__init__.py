@@ -22,7 +22,7 @@ def register(spark: Any) -> None:
     server without it installed runs the source; lineage capture set in the session's
     conf is then recorded by the source at commit (``lineage.connect_capture``).
     """
-    from .branch.redirect import register_data_source
+    from .registration import register_data_source
     from .session import ship_package
 
     ship_package(spark)  # Connect only: the workers import the client's package

@@ -14,10 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..paimon.catalog import load_table, open_catalog
-from ..paimon.compaction.plan import CompactionBin, PartitionFilter
+from ..paimon.compaction.plan import CompactionBin
 from ..paimon.compaction.rewrite import FILE_SOURCE_COMPACT, rewrite_files
-from ..paimon.compaction.scan import table_name
-from ..paimon.errors import InvalidArgumentError
 
 # (warehouse, catalog options, "db.t", branch) -> table, per Python worker process
 _TABLES: dict[tuple, Any] = {}
@@ -117,21 +115,3 @@ def _table(spec: tuple) -> Any:
         table = load_table(open_catalog(warehouse, dict(options)), name, branch)
         _TABLES[spec] = table
     return table
-
-
-def where_partition_filter(spark: Any, table: Any, where: str) -> PartitionFilter:
-    """The partitions of ``table`` selected by the predicate ``where``.
-
-    ``where`` is parsed against the whitelist of ``paimon.predicates`` (partition
-    columns compared with literals) and evaluated in Python: it is never handed to
-    Spark SQL, which would run anything (``reflect(...)``, subqueries). ``spark`` is
-    unused and kept for callers of this signature.
-    """
-    from ..paimon.predicates import table_partition_types, where_filter
-
-    if not list(table.partition_keys):
-        raise InvalidArgumentError(
-            f"table {table_name(table)} is not partitioned; --where filters partition "
-            "columns only, drop it"
-        )
-    return where_filter(where, table_partition_types(table))

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
 from airflow_provider_paimon.lineage.meta_options import (
     lineage_meta_options,
     pypaimon_catalog_options,
@@ -27,8 +28,6 @@ from airflow_provider_paimon.paimon.names import is_main, parse_table_name
 from airflow_provider_paimon.paimon.option_values import bool_option, int_option
 from airflow_provider_paimon.paimon.secrets import register_secret_options
 from airflow_provider_paimon.paimon.table_options import split_options
-
-from .jobs.common import CATALOG_OPTIONS_ENV
 
 # Options this data source interprets itself; they never reach Paimon as table options.
 OWN_OPTIONS = frozenset(
@@ -72,10 +71,6 @@ _warned_unknown: set[frozenset[str]] = set()
 
 OVERWRITE_MODES = ("static", "dynamic")
 
-#: catalog options of the task's ``paimon`` connection, JSON, set by the Airflow hook in
-#: the spark-submit environment (never on the command line); the variable the
-#: package's own jobs read too
-CONNECTION_OPTIONS_ENV = CATALOG_OPTIONS_ENV
 #: the connection's warehouse: its options apply to reads and writes of that warehouse
 #: only (and it is the default ``warehouse`` option)
 CONNECTION_WAREHOUSE_ENV = "PAIMON_CONNECTION_WAREHOUSE"
@@ -92,7 +87,7 @@ def connection_defaults(warehouse: str | None, environ: Mapping[str, str] | None
     warehouse, so a job reading a second warehouse never sends it these credentials.
     """
     env = os.environ if environ is None else environ
-    raw = env.get(CONNECTION_OPTIONS_ENV)
+    raw = env.get(CATALOG_OPTIONS_ENV)
     if not raw:
         return {}
     scope = env.get(CONNECTION_WAREHOUSE_ENV, "").strip()
@@ -101,9 +96,9 @@ def connection_defaults(warehouse: str | None, environ: Mapping[str, str] | None
     try:
         doc = json.loads(raw)
     except ValueError:
-        raise InvalidArgumentError(f"${CONNECTION_OPTIONS_ENV} is not valid JSON") from None
+        raise InvalidArgumentError(f"${CATALOG_OPTIONS_ENV} is not valid JSON") from None
     if not isinstance(doc, dict):
-        raise InvalidArgumentError(f"${CONNECTION_OPTIONS_ENV} must be a JSON object")
+        raise InvalidArgumentError(f"${CATALOG_OPTIONS_ENV} must be a JSON object")
     options = {str(k): str(v) for k, v in doc.items() if v is not None}
     register_secret_options(options)  # a private channel: its secrets are known from here on
     return {k.lower(): v for k, v in options.items() if k.lower() != "warehouse"}
@@ -155,8 +150,9 @@ def _names(options: Mapping[str, str], key: str) -> list[str]:
     return [part.strip() for part in str(raw).split(",") if part.strip()]
 
 
-def parse_partition_spec(raw: str) -> dict[str, str]:
-    """``"dt=2024-01-01,region=eu"`` -> ``{"dt": "2024-01-01", "region": "eu"}``."""
+def parse_overwrite_partition(raw: str) -> dict[str, str]:
+    """The ``overwrite-partition`` option, ``"dt=2024-01-01,region=eu"`` -> ``{"dt": "2024-01-01", "region": "eu"}``
+    (text: the write parses it by the table's types, ``paimon.partitions.parse_partition_spec``)."""
     spec: dict[str, str] = {}
     for part in str(raw).split(","):
         if not part.strip():
@@ -286,7 +282,7 @@ def parse_options(options: Mapping[str, str]) -> PaimonOptions:
             f"option 'overwrite-mode' must be 'static' or 'dynamic', got {mode!r}"
         )
     overwrite_partition = (
-        parse_partition_spec(opts["overwrite-partition"]) if opts.get("overwrite-partition") else None
+        parse_overwrite_partition(opts["overwrite-partition"]) if opts.get("overwrite-partition") else None
     )
     if overwrite_partition is not None and mode == "dynamic":
         raise InvalidArgumentError(

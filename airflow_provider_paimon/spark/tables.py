@@ -58,9 +58,3 @@ def _tag_names(tag_manager: Any) -> list[str]:
         return [str(name) for name in tag_manager.list_tags()]
     except Exception:  # noqa: BLE001 - listing is only for the error message
         return []
-
-
-def latest_snapshot_id(table: Any) -> int | None:
-    """Id of the table's (branch's) latest snapshot, ``None`` when it has none."""
-    snapshot = table.snapshot_manager().get_latest_snapshot()
-    return snapshot.id if snapshot is not None else None

@@ -1,9 +1,9 @@
 """Airflow triggers: ``SnapshotCatchUpTrigger`` (the deferrable side of the catch-up sensor).
 
-Importing any of them arms Airflow's secrets masker (``hooks/secret_masking.py``), in
+Importing any of them arms Airflow's secrets masker (``common/secret_masking.py``), in
 the triggerer too.
 """
 
-from airflow_provider_paimon.hooks.secret_masking import arm_airflow_masker
+from airflow_provider_paimon.common.secret_masking import arm_airflow_masker
 
 arm_airflow_masker()

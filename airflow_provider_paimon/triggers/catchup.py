@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_paimon.common.templated_secrets import refuse_secrets_message
 from airflow_provider_paimon.hooks.catchup import CatchUpHook
-from airflow_provider_paimon.operators.templated_secrets import refuse_secrets_message
 from airflow_provider_paimon.paimon.catchup import CatchUpResult
 from airflow_provider_paimon.triggers.polling import PollingCheckTrigger
 

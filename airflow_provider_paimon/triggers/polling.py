@@ -40,8 +40,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
+from airflow_provider_paimon.common.templated_secrets import trigger_secret_problems
 from airflow_provider_paimon.lineage.retry import outlasts_a_poll
-from airflow_provider_paimon.operators.templated_secrets import trigger_secret_problems
 
 
 class Checker(Protocol):

@@ -51,7 +51,7 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
-from airflow_provider_paimon.operators.templated_secrets import trigger_secret_problems
+from airflow_provider_paimon.common.templated_secrets import trigger_secret_problems
 from airflow_provider_paimon.paimon.consumers import validate_consumer_id
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import (

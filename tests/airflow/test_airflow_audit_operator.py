@@ -13,15 +13,15 @@ import pytest
 import structlog
 from conftest import SECRET
 
+from airflow_provider_paimon.common.audit_summary import (
+    MAX_SUMMARY_BYTES,
+    audit_summary,
+    summary_key,
+)
 from airflow_provider_paimon.operators.audit import (
     AUDIT_XCOM_KEY,
     BranchAuditOperator,
     PaimonAuditFailedError,
-)
-from airflow_provider_paimon.operators.audit_summary import (
-    MAX_SUMMARY_BYTES,
-    audit_summary,
-    summary_key,
 )
 from airflow_provider_paimon.operators.base import PaimonPreflightError
 

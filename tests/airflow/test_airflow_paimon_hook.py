@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import SECRET, set_connection
 
-from airflow_provider_paimon.hooks.paimon import (
-    PaimonHook,
-    config_from_connection,
-    is_secret_option,
-)
+from airflow_provider_paimon.hooks.paimon import PaimonHook, config_from_connection
 from airflow_provider_paimon.paimon.errors import BranchNotFoundError, TableNotFoundError
+from airflow_provider_paimon.paimon.secrets import is_secret
 
 
 def test_connection_fields_map_to_catalog_options():
@@ -44,7 +41,7 @@ def test_connection_fields_map_to_catalog_options():
      ("metastore", False), ("uri", False), ("jdbc.useSSL", False)],
 )
 def test_secret_option_detection(key, secret):
-    assert is_secret_option(key) is secret
+    assert is_secret(key) is secret
 
 
 PUNCT_PASSWORD = "Pw,(x)'y@z/%+ \u00a7\u2014q9"
@@ -76,7 +73,7 @@ def test_connection_secrets_are_registered_by_origin_whole():
 
 @pytest.mark.parametrize("host", ["s3://AKID:AW,WATCH(1)@bucket/wh", "file://u:pw,x@host/share/wh"])
 def test_a_warehouse_with_credentials_is_refused_without_echoing_them(host):
-    from airflow_provider_paimon.hooks.connection_secrets import CredentialsInLocationError
+    from airflow_provider_paimon.common.connection_secrets import CredentialsInLocationError
 
     with pytest.raises(CredentialsInLocationError, match="Login/Password") as err:
         config_from_connection(host, None, None, {})

@@ -15,6 +15,7 @@ import re
 import pytest
 from test_airflow_replace_main_retry import submit_with_python  # noqa: F401 - a fixture
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.lineage import LineageStore
 from airflow_provider_paimon.lineage.queries import upstream
 from airflow_provider_paimon.operators.base import PaimonPreflightError
@@ -27,7 +28,6 @@ from airflow_provider_paimon.operators.publish import PublishBranchesOperator, U
 from airflow_provider_paimon.paimon.branch.publish_many import pending_publish
 from airflow_provider_paimon.paimon.catalog import open_catalog
 from airflow_provider_paimon.spark.jobs import publish as publish_job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 NAMES = ["db.events", "db.orders"]
 PAIRS = [(n, "fix") for n in NAMES]

@@ -22,12 +22,12 @@ from conftest import load_dag_file
 from pypaimon import Schema
 
 from airflow_provider_paimon.assets import asset_for, asset_uri
-from airflow_provider_paimon.hooks.paimon import PaimonHook
-from airflow_provider_paimon.operators.asset_partitions import (
+from airflow_provider_paimon.common.asset_partitions import (
     check_asset_partitions,
     emit_partition_events,
-    outlet_tables,
 )
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.operators.asset_partitions import outlet_tables
 from airflow_provider_paimon.operators.partition import MarkPartitionDoneOperator
 from airflow_provider_paimon.operators.partition_relay import PaimonPartitionRelayOperator
 from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator

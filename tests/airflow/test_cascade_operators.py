@@ -20,12 +20,12 @@ from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 from airflow_provider_paimon.operators.cascade import (
     CascadeJobOperator,
     CascadePlanOperator,
-    cascade_correction,
     check_job_order,
 )
 from airflow_provider_paimon.paimon.branch.branch_point import branch_at
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import AlreadyExistsError, InvalidArgumentError
+from airflow_provider_paimon.task_groups.cascade import cascade_correction
 
 
 def main_table(wh, name="db.events"):
@@ -211,6 +211,18 @@ def test_factory_passes_expectations_to_each_audit_and_the_gate_to_the_publish()
     publish = dag.get_task("cascade.publish")
     assert publish.approve and publish.sensitive_columns == ["card"]
     assert {"cascade.audit_a__b", "cascade.audit_c__d"} <= publish.upstream_task_ids  # the evidence
+
+
+def test_factory_waits_as_told():
+    from airflow.sdk import DAG
+
+    with DAG("cascade_factory_wait", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        cascade_correction(table="a.b", snapshot_id=1, correction="c", lineage_url="sqlite://",
+                           jobs={"a.b": {"application": "app.py"}, "c.d": {"application": "app.py"}},
+                           wait_poke_interval=30, wait_timeout=7200)
+    wait = dag.get_task("cascade.wait_c__d")
+    assert (wait.poke_interval, wait.timeout, wait.mode) == (30, 7200, "reschedule")
+    assert "cascade.wait_a__b" not in dag.task_dict  # the root table's job waits for nothing
 
 
 # ------------------------------------------------------------------ in a real dag.test()

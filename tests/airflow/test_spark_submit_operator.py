@@ -118,7 +118,8 @@ def test_result_file_wins_over_a_garbled_result_line(tmp_path, monkeypatch):
 
 
 def test_print_result_and_error_write_the_result_file(tmp_path, monkeypatch, capsys):
-    from airflow_provider_paimon.spark.jobs.common import RESULT_FILE_ENV, print_error, print_result
+    from airflow_provider_paimon.job_contract import RESULT_FILE_ENV
+    from airflow_provider_paimon.spark.jobs.common import print_error, print_result
 
     target = tmp_path / "result.json"
     monkeypatch.setenv(RESULT_FILE_ENV, str(target))

@@ -3,7 +3,7 @@
 A table maintained only by compaction must not grow without bound: after the COMPACT
 commit the run applies the table's snapshot retention exactly as the writers do
 (``expire_after_commit``), checked against Paimon Java's rule (transcribed in
-``test_maintenance_support.java_expire``) on a twin table compacted with
+``support.maintenance.java_expire``) on a twin table compacted with
 ``write-only=true``. ``write-only``, a dry run, and tags/branches/consumers keep
 snapshots; bad retention values are refused before anything is written.
 """
@@ -13,26 +13,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from support.branch_tables import load_table, make_table, table_dir, tree, write
+from support.maintenance import java_expire, meta_ids, read_rows
 
-_PAIMON_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "paimon")
-if _PAIMON_TESTS not in sys.path:  # the shared maintenance helpers live next to the maintenance tests
-    sys.path.insert(0, _PAIMON_TESTS)
-
-from test_branch_support import load_table, make_table, table_dir, tree, write  # noqa: E402
-from test_maintenance_support import java_expire, meta_ids, read_rows  # noqa: E402
-
-from airflow_provider_paimon.paimon import branch as bops  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.options import CompactionOptions  # noqa: E402
-from airflow_provider_paimon.paimon.compaction.runner import compact  # noqa: E402
-from airflow_provider_paimon.paimon.consumers import save_next_snapshot  # noqa: E402
-from airflow_provider_paimon.paimon.errors import InvalidArgumentError  # noqa: E402
-from airflow_provider_paimon.paimon.maintenance.options import now_ms  # noqa: E402
-from airflow_provider_paimon.paimon.tag import create_tag  # noqa: E402
+from airflow_provider_paimon.paimon import branch as bops
+from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
+from airflow_provider_paimon.paimon.compaction.runner import compact
+from airflow_provider_paimon.paimon.consumers import save_next_snapshot
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.maintenance.options import now_ms
+from airflow_provider_paimon.paimon.tag import create_tag
 
 RETAIN = {"snapshot.num-retained.max": "3", "snapshot.num-retained.min": "1",
           "snapshot.time-retained": "1 ms", "compaction.min.file-num": "2"}
@@ -182,8 +176,8 @@ def test_bad_retention_value_is_refused_before_anything_is_written(warehouse, ta
 @pytest.mark.spark
 def test_spark_job_expires_with_its_options_and_reports_it(spark, warehouse, capsys):
     """The CompactionOperator's job: ``--option`` reaches the expiry; the result has ``expired``."""
+    from airflow_provider_paimon.job_contract import parse_result
     from airflow_provider_paimon.spark.jobs import compact as job
-    from airflow_provider_paimon.spark.jobs.common import parse_result
 
     catalog, _ = make_table(warehouse, options={"compaction.min.file-num": "2"})  # default retention
     rows_at = _appends(catalog, 5)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.spark.jobs import compact as job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 from .helpers import (
     SMALL,

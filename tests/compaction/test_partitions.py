@@ -11,18 +11,16 @@ import pyarrow as pa
 import pytest
 from pypaimon import Schema
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.paimon.catalog import open_catalog
 from airflow_provider_paimon.paimon.compaction.errors import PartitionNotFoundError
 from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
-from airflow_provider_paimon.paimon.compaction.plan import (
-    parse_partition_spec,
-    partition_spec_filter,
-)
+from airflow_provider_paimon.paimon.compaction.plan import partition_spec_filter
 from airflow_provider_paimon.paimon.compaction.runner import compact
 from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.partitions import split_partition_text
 from airflow_provider_paimon.spark.jobs import compact as job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 from .helpers import SMALL, append, files_on_disk, reload, row_multiset
 
@@ -69,7 +67,7 @@ def test_partition_of_every_type_compacts_only_that_partition(warehouse, name):
     rows = row_multiset(table)
     assert _files_per_partition(table) == {target: 3, other: 3, None: 3}
 
-    only = partition_spec_filter(table, [parse_partition_spec(f"p={spec}")])
+    only = partition_spec_filter(table, [split_partition_text(f"p={spec}")])
     result = compact(table, CompactionOptions.from_table(table), partition_filter=only)
 
     table = reload(warehouse)
@@ -81,7 +79,7 @@ def test_partition_of_every_type_compacts_only_that_partition(warehouse, name):
 def test_null_partition_is_selected_by_the_default_name(warehouse):
     arrow_type, target, _other, _spec = CASES["date"]
     table = _typed_table(warehouse, arrow_type, [target, None])
-    only = partition_spec_filter(table, [parse_partition_spec("p=__DEFAULT_PARTITION__")])
+    only = partition_spec_filter(table, [split_partition_text("p=__DEFAULT_PARTITION__")])
     compact(table, CompactionOptions.from_table(table), partition_filter=only)
     assert _files_per_partition(reload(warehouse)) == {target: 3, None: 1}
 
@@ -92,7 +90,7 @@ def test_compacted_files_land_in_the_tables_partition_folders(warehouse, legacy,
     arrow_type, target, other, spec = CASES["date"]
     table = _typed_table(warehouse, arrow_type, [target, other], **{"partition.legacy-name": legacy})
     rows = row_multiset(table)
-    only = partition_spec_filter(table, [parse_partition_spec(f"p={spec}")])
+    only = partition_spec_filter(table, [split_partition_text(f"p={spec}")])
     assert compact(table, CompactionOptions.from_table(table), partition_filter=only).committed
     table = reload(warehouse)
     assert row_multiset(table) == rows  # plain pypaimon finds every file
@@ -117,7 +115,7 @@ def test_bad_or_missing_partition_is_refused(warehouse, name, value, error, mess
     arrow_type, target, other, _spec = CASES[name]
     table = _typed_table(warehouse, arrow_type, [target, other], commits=1)
     with pytest.raises(error, match=message):
-        partition_spec_filter(table, [parse_partition_spec(f"p={value}")])
+        partition_spec_filter(table, [split_partition_text(f"p={value}")])
 
 
 @pytest.mark.spark

@@ -14,11 +14,11 @@ from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
 from airflow_provider_paimon.paimon.compaction.plan import (
     pack_bucket_in_order,
     pack_by_size,
-    parse_partition_spec,
     partition_spec_filter,
     plan_compaction,
 )
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.partitions import split_partition_text
 
 from .helpers import SMALL, append_many, make_table
 
@@ -122,7 +122,7 @@ def test_plan_on_real_table_groups_per_partition(warehouse):
 def test_partition_spec_selects_and_validates(warehouse):
     table = make_table(warehouse, options=SMALL)
     append_many(table, 4)
-    only_a = partition_spec_filter(table, [parse_partition_spec("p=a")])
+    only_a = partition_spec_filter(table, [split_partition_text("p=a")])
     plan = plan_compaction(table, CompactionOptions.from_table(table), only_a)
     assert {b.partition for b in plan.bins} == {("a",)}
     with pytest.raises(PartitionNotFoundError, match=r"p=zz does not exist.*partitions: p=a, p=b"):
@@ -130,7 +130,7 @@ def test_partition_spec_selects_and_validates(warehouse):
     with pytest.raises(InvalidArgumentError, match="not partition columns"):
         partition_spec_filter(table, [{"q": "a"}])
     with pytest.raises(InvalidArgumentError, match="COLUMN=VALUE"):
-        parse_partition_spec("p")
+        split_partition_text("p")
 
 
 def test_primary_key_table_is_not_planned_as_an_append_table(warehouse):

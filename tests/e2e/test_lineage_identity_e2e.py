@@ -175,11 +175,11 @@ def _schema(table) -> pa.Schema:
 def correct(pipe: Pipeline, store, root: tuple[str, int], correction: str, version: str, batches, capsys,
             database: str) -> dict:
     """One cascade, as the cascade_correction DAG does it: plan, branch, re-run, publish."""
+    from airflow_provider_paimon.job_contract import parse_result
     from airflow_provider_paimon.lineage.cascade import plan_cascade
     from airflow_provider_paimon.paimon.branch.branch_point import branch_at
     from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
     from airflow_provider_paimon.spark.jobs import publish
-    from airflow_provider_paimon.spark.jobs.common import parse_result
 
     db, tbl = root[0].split(".")
     plan = plan_cascade(store, db, tbl, root[1])
@@ -226,6 +226,7 @@ def lineage_target(request, tmp_path, unique_name):
 def test_corrections_rollback_and_fast_forward_keep_lineage_live_and_right(
     tmp_path, lineage_target, monkeypatch, capsys
 ):
+    from airflow_provider_paimon.job_contract import parse_result
     from airflow_provider_paimon.lineage import LineageStore
     from airflow_provider_paimon.lineage.cascade import plan_cascade
     from airflow_provider_paimon.lineage.history_events import history_events
@@ -234,7 +235,6 @@ def test_corrections_rollback_and_fast_forward_keep_lineage_live_and_right(
     from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
     from airflow_provider_paimon.spark.jobs import branch as branch_job
     from airflow_provider_paimon.spark.jobs import maintenance as maintenance_job
-    from airflow_provider_paimon.spark.jobs.common import parse_result
 
     target = lineage_target
     warehouse = str(tmp_path / "warehouse")

@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from pypaimon import CatalogFactory, Schema
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 from airflow_provider_paimon.lineage.cascade import UnknownLineageSnapshotError, plan_cascade
 from airflow_provider_paimon.lineage.history_events import history_events
@@ -23,7 +24,6 @@ from airflow_provider_paimon.lineage.queries import downstream, impact, upstream
 from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
 from airflow_provider_paimon.spark.jobs import branch as branch_job
 from airflow_provider_paimon.spark.jobs import maintenance as maintenance_job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

@@ -17,7 +17,12 @@ from airflow_provider_paimon.lineage import (
     table_graph,
     upstream,
 )
-from airflow_provider_paimon.lineage.queries import Budget, table_history, walk, walk_bounded
+from airflow_provider_paimon.lineage.queries import (
+    Budget,
+    lineage_snapshot_history,
+    walk,
+    walk_bounded,
+)
 
 
 def build_chain(store: LineageStore) -> None:
@@ -188,19 +193,19 @@ def test_table_graph_search_and_first_jobs(store):
 
 def test_table_history_pages_newest_first(store):
     build_chain(store)
-    page = table_history(store, "dwd", "orders", limit=2)
+    page = lineage_snapshot_history(store, "dwd", "orders", limit=2)
     assert [(e.snapshot_id, e.writers, e.readers) for e in page.snapshots] == [
         (103, [{"job": "clean", "barrier_id": 3}], [{"job": "agg", "barriers": 1}]),
         (102, [{"job": "clean", "barrier_id": 2}], [{"job": "agg", "barriers": 1}]),
     ]
-    rest = table_history(store, "dwd", "orders", limit=2, before=page.next_before)
+    rest = lineage_snapshot_history(store, "dwd", "orders", limit=2, before=page.next_before)
     assert [e.snapshot_id for e in rest.snapshots] == [101] and rest.next_before is None
     assert [w["job"] for w in rest.snapshots[0].writers] == ["clean", "enrich"]
-    assert [e.snapshot_id for e in table_history(store, "dim", "users").snapshots] == [7]  # only read
-    assert [e.snapshot_id for e in table_history(store, "dwd", "orders", branch="fix").snapshots] == [101]
-    assert table_history(store, "dwd", "nothing").snapshots == []
+    assert [e.snapshot_id for e in lineage_snapshot_history(store, "dim", "users").snapshots] == [7]  # only read
+    assert [e.snapshot_id for e in lineage_snapshot_history(store, "dwd", "orders", branch="fix").snapshots] == [101]
+    assert lineage_snapshot_history(store, "dwd", "nothing").snapshots == []
     with pytest.raises(InvalidLineageArgumentError, match="limit"):
-        table_history(store, "dwd", "orders", limit=501)
+        lineage_snapshot_history(store, "dwd", "orders", limit=501)
 
 
 @pytest.mark.mysql

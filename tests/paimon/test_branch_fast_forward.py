@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, rows, table_dir, tree, write
+from support.branch_tables import load_table, make_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon import faults

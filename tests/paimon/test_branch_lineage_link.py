@@ -14,14 +14,13 @@ import subprocess
 import sys
 
 import pytest
-from test_branch_support import load_table, make_table, rows, write
+from support.branch_tables import load_table, make_table, rows, write
 
+from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV, parse_result
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
-from airflow_provider_paimon.lineage.url import ENV_URL
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.tag import create_tag
 from airflow_provider_paimon.spark.jobs import branch as branch_job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 CLI = shutil.which("paimon-lineage", path=os.path.dirname(sys.executable)) or "paimon-lineage"
 
@@ -46,7 +45,7 @@ def store_url(tmp_path, monkeypatch):
     with LineageStore.from_url(url) as store:
         # the corrected job's capture: branch fix's snapshot 4 came from ods.raw@7
         store.record_batch("correct_t", 0, [SnapshotRef("ods", "raw", 7)], [SnapshotRef("db", "t", 4, "fix")])
-    monkeypatch.setenv(ENV_URL, url)
+    monkeypatch.setenv(LINEAGE_URL_ENV, url)
     return url
 
 
@@ -58,7 +57,7 @@ def _job(capsys, *argv: str) -> tuple[int, dict | None, str]:
 
 def _cli(url: str, *argv: str) -> list[dict]:
     proc = subprocess.run([CLI, *argv, "--url", url, "--json"], capture_output=True, text=True, timeout=120,
-                          env={k: v for k, v in os.environ.items() if k != ENV_URL})
+                          env={k: v for k, v in os.environ.items() if k != LINEAGE_URL_ENV})
     assert proc.returncode == 0, proc.stderr
     return [(n["table"], n["branch"], n["snapshot_id"], n["depth"]) for n in json.loads(proc.stdout)]
 
@@ -104,7 +103,7 @@ def test_fast_forward_links_main_to_the_branch_snapshot(warehouse, store_url, ca
 
 def test_store_failure_fails_the_job_after_the_replacement_and_a_rerun_records(warehouse, tmp_path, monkeypatch, capsys):
     catalog, _ = _scenario(warehouse)
-    monkeypatch.setenv(ENV_URL, f"sqlite:///{tmp_path}/no/such/dir/lineage.sqlite")
+    monkeypatch.setenv(LINEAGE_URL_ENV, f"sqlite:///{tmp_path}/no/such/dir/lineage.sqlite")
     common = ["--warehouse", warehouse, "--table", "db.t", "--branch", "fix"]
     code, result, err = _job(capsys, "replace-main", *common)
     assert code == 1 and result is None
@@ -112,7 +111,7 @@ def test_store_failure_fails_the_job_after_the_replacement_and_a_rerun_records(w
     assert "rerun the task" in err
     assert rows(catalog) == rows(catalog, branch="fix")
     url = f"sqlite:///{tmp_path}/lineage.sqlite"
-    monkeypatch.setenv(ENV_URL, url)
+    monkeypatch.setenv(LINEAGE_URL_ENV, url)
     code, result, err = _job(capsys, "replace-main", *common)
     assert code == 0, err
     assert result["unchanged"] is True and result["lineage"]["recorded"] is True
@@ -120,7 +119,7 @@ def test_store_failure_fails_the_job_after_the_replacement_and_a_rerun_records(w
 
 
 def test_without_a_store_nothing_is_recorded(warehouse, monkeypatch, capsys):
-    monkeypatch.delenv(ENV_URL, raising=False)
+    monkeypatch.delenv(LINEAGE_URL_ENV, raising=False)
     _scenario(warehouse)
     code, result, err = _job(capsys, "replace-main", "--warehouse", warehouse, "--table", "db.t", "--branch", "fix")
     assert code == 0, err

@@ -7,7 +7,7 @@ import re
 import time
 
 import pytest
-from test_branch_support import files_in, load_table, make_table, rows, table_dir, tree, write
+from support.branch_tables import files_in, load_table, make_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.errors import (

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
-from test_branch_support import files_in, load_table, make_table, rows, table_dir, tree, write
+from support.branch_tables import files_in, load_table, make_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon import faults

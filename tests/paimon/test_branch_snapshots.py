@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from test_branch_support import load_table, make_table, table_dir, write
+from support.branch_tables import load_table, make_table, table_dir, write
 
 from airflow_provider_paimon.paimon import snapshots as s
 from airflow_provider_paimon.paimon.branch import create_branch

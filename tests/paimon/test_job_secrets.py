@@ -20,8 +20,9 @@ from urllib.parse import quote
 
 import pytest
 from fuzz_passwords import shown
-from test_secrets_fuzz import _password
+from secret_fuzz import fuzz_password
 
+from airflow_provider_paimon import job_contract
 from airflow_provider_paimon.paimon import secrets
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.secrets import ScrubFilter
@@ -38,19 +39,19 @@ def test_a_failing_job_prints_none_of_the_secrets_it_was_given(tmp_path):
     """``tag list`` against a REST catalog whose ``uri`` carries a password: the REST
     client's parse error and the traceback quote the URL's authority."""
     rng = random.Random(1130)
-    passwords = ["Pw,(x)/y?z#1@9z", *(_password(rng) for _ in range(2))]
+    passwords = ["Pw,(x)/y?z#1@9z", *(fuzz_password(rng) for _ in range(2))]
     for password in passwords:
-        token, lineage_pw, ol_key = _password(rng), _password(rng), _password(rng)
+        token, lineage_pw, ol_key = fuzz_password(rng), fuzz_password(rng), fuzz_password(rng)
         env = dict(os.environ)
         env.update({
             "PYTHONPATH": os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]),
-            common.CATALOG_OPTIONS_ENV: json.dumps({
+            job_contract.CATALOG_OPTIONS_ENV: json.dumps({
                 "metastore": "rest", "token.provider": "bear", "token": token,
                 "uri": f"http://svc:{password}@127.0.0.1:9/v1",
             }),
             "PAIMON_LINEAGE_URL": f"mysql+pymysql://root:{lineage_pw}@127.0.0.1:9/x",
             "OPENLINEAGE_API_KEY": ol_key,
-            common.RESULT_FILE_ENV: str(tmp_path / "result.json"),
+            job_contract.RESULT_FILE_ENV: str(tmp_path / "result.json"),
         })
         proc = subprocess.run(
             [sys.executable, launcher.__file__, "tag", "list", "--warehouse", "catalog1", "--table", "db.t"],
@@ -64,8 +65,8 @@ def test_a_failing_job_prints_none_of_the_secrets_it_was_given(tmp_path):
 
 def test_log_records_error_and_result_of_a_job_are_scrubbed(capsys, caplog, monkeypatch):
     rng = random.Random(1131)
-    password, key = _password(rng), _password(rng)
-    monkeypatch.setenv(common.CATALOG_OPTIONS_ENV, json.dumps({"fs.s3.accessKeySecret": key}))
+    password, key = fuzz_password(rng), fuzz_password(rng)
+    monkeypatch.setenv(job_contract.CATALOG_OPTIONS_ENV, json.dumps({"fs.s3.accessKeySecret": key}))
     monkeypatch.setenv("PAIMON_LINEAGE_URL", f"postgresql+psycopg2://u:{quote(password, safe='')}@db:5432/x")
     log = logging.getLogger("airflow_provider_paimon.jobs.test")
 
@@ -88,12 +89,12 @@ def test_log_records_error_and_result_of_a_job_are_scrubbed(capsys, caplog, monk
 
     assert common.run_job(lambda: {"echo": [f"x {key} y", {"nested": password}], "n": 3}) == 0
     out, _err = capsys.readouterr()
-    assert common.parse_result(out) == {"echo": ["x *** y", {"nested": "***"}], "n": 3}
+    assert job_contract.parse_result(out) == {"echo": ["x *** y", {"nested": "***"}], "n": 3}
 
 
 def test_the_private_spark_conf_and_openlineage_settings_are_registered():
     rng = random.Random(1132)
-    api_key, url_pw, header, plain = (_password(rng) for _ in range(4))
+    api_key, url_pw, header, plain = (fuzz_password(rng) for _ in range(4))
     register_private_secrets(
         {"OPENLINEAGE_URL": f"http://ol:{url_pw}@ol.example:5000", "OPENLINEAGE_NAMESPACE": "plain-ns"},
         spark_conf={

@@ -7,12 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from test_branch_support import load_table, make_table, rows, table_dir, tree, write
+from support.branch_tables import load_table, make_table, rows, table_dir, tree, write
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.spark.jobs import branch as branch_job
 from airflow_provider_paimon.spark.jobs import launcher
 from airflow_provider_paimon.spark.jobs import tag as tag_job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 
 def run(capsys, module, argv: list[str]) -> tuple[int, dict | None, str]:

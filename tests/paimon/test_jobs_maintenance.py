@@ -6,11 +6,11 @@ import os
 import time
 
 import pytest
-from test_branch_support import make_table, rows, table_dir, tree, write
+from support.branch_tables import make_table, rows, table_dir, tree, write
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.spark.jobs import maintenance as job
 from airflow_provider_paimon.spark.jobs import tag as tag_job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 
 def run(capsys, module, argv: list[str]) -> tuple[int, dict | None, str]:

@@ -10,8 +10,8 @@ import sys
 import textwrap
 
 import pytest
-from test_branch_support import load_table, open_catalog, table_dir, tree
-from test_maintenance_support import scenario, states
+from support.branch_tables import load_table, open_catalog, table_dir, tree
+from support.maintenance import scenario, states
 
 from airflow_provider_paimon.paimon import faults
 from airflow_provider_paimon.paimon.maintenance import expire_snapshots
@@ -128,8 +128,8 @@ def test_sigkill_at_step_then_rerun(warehouse, tmp_path, step):
 @pytest.mark.parametrize("point", ["expire.journal", "expire.hint", "expire.manifests"])
 def test_commits_during_expiry_keep_their_files(warehouse, monkeypatch, point):
     """A writer, a compaction and a new branch landing mid-expiry lose nothing."""
-    from test_branch_support import write
-    from test_maintenance_support import compact_main
+    from support.branch_tables import write
+    from support.maintenance import compact_main
 
     from airflow_provider_paimon.paimon import branch as bops
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from test_branch_support import make_table, write
+from support.branch_tables import make_table, write
 
 from airflow_provider_paimon.paimon import branch as bops
 

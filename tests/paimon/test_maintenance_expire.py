@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, table_dir, tree, write
-from test_maintenance_support import (
+from support.branch_tables import load_table, make_table, table_dir, tree, write
+from support.maintenance import (
     OPTIONS,
     compact_main,
     data_files,

@@ -31,8 +31,8 @@ from datetime import timedelta
 
 import fastavro
 from pypaimon.manifest.index_manifest_file import INDEX_MANIFEST_ENTRY_SCHEMA
-from test_branch_support import load_table, make_table, table_dir, write
-from test_maintenance_support import read_rows
+from support.branch_tables import load_table, make_table, table_dir, write
+from support.maintenance import read_rows
 
 from airflow_provider_paimon.paimon.maintenance import expire_snapshots, remove_orphan_files
 from airflow_provider_paimon.paimon.tag import create_tag

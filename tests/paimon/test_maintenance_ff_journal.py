@@ -8,8 +8,8 @@ import os
 import time
 
 import pytest
-from test_branch_support import load_table, make_table, table_dir, write
-from test_maintenance_support import states
+from support.branch_tables import load_table, make_table, table_dir, write
+from support.maintenance import states
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon import faults

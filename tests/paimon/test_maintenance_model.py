@@ -33,8 +33,8 @@ from datetime import timedelta
 import fastavro
 import pyarrow as pa
 import pytest
-from test_branch_support import SCHEMA, load_table, make_table, table_dir, write
-from test_maintenance_support import OPTIONS, branches, compact_main, meta_ids, read_rows
+from support.branch_tables import SCHEMA, load_table, make_table, table_dir, write
+from support.maintenance import OPTIONS, branches, compact_main, meta_ids, read_rows
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon import faults

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pytest
-from test_branch_support import SCHEMA, load_table, table_dir, tree
-from test_maintenance_support import java_orphans, scenario, states
+from support.branch_tables import SCHEMA, load_table, table_dir, tree
+from support.maintenance import java_orphans, scenario, states
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon import faults
@@ -133,7 +133,7 @@ def test_pending_and_stale_journals(warehouse):
     catalog, t = scenario(warehouse)
     tdir = table_dir(warehouse)
     write_fix = load_table(catalog, "db.t", "snapfork")
-    from test_branch_support import write
+    from support.branch_tables import write
 
     write(write_fix, [5])
     # replace-main killed after writing its manifest lists: pending, its lists are needed
@@ -197,7 +197,7 @@ def test_bad_input_is_refused_and_changes_nothing(warehouse, kwargs, match):
 
 
 def test_same_orphans_as_paimon_java(warehouse):
-    """Against Paimon Java's rule (test_maintenance_support.java_orphans): after expiry
+    """Against Paimon Java's rule (support.maintenance.java_orphans): after expiry
     (files only DELETE entries still name) with leftovers of every kind, some aged
     past the cut-off and some not, the same files go; ours also removes what Java's
     leaves behind (temp files outside ``snapshot/``, a half-made branch folder)."""

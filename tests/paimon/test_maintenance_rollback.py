@@ -10,8 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, open_catalog, table_dir, tree, write
-from test_maintenance_support import OPTIONS, compact_main, data_files, meta_ids, read_rows, states
+from support.branch_tables import load_table, make_table, open_catalog, table_dir, tree, write
+from support.maintenance import OPTIONS, compact_main, data_files, meta_ids, read_rows, states
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon import faults

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pyarrow as pa
 from pypaimon import Schema
-from test_branch_support import load_table, open_catalog, table_dir
-from test_maintenance_support import read_rows
+from support.branch_tables import load_table, open_catalog, table_dir
+from support.maintenance import read_rows
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon.maintenance import expire_snapshots, remove_orphan_files

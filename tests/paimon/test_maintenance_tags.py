@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, rows, table_dir, tree, write
-from test_maintenance_support import OPTIONS, compact_main, states
+from support.branch_tables import load_table, make_table, rows, table_dir, tree, write
+from support.maintenance import OPTIONS, compact_main, states
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon.errors import BranchNotFoundError, InvalidArgumentError

@@ -1,6 +1,6 @@
 """Writers expire as Paimon's do: the Spark ``paimon`` batch writer applies the table's
 snapshot retention after each commit, exactly as Paimon Java's rule (transcribed in
-``test_maintenance_support.java_expire``) on a twin table written with
+``support.maintenance.java_expire``) on a twin table written with
 ``write-only=true``; tags, branches and consumers keep what they need; bad values are
 refused before anything is written."""
 
@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, table_dir, write
-from test_maintenance_support import java_expire, meta_ids, read_rows
+from support.branch_tables import load_table, make_table, table_dir, write
+from support.maintenance import java_expire, meta_ids, read_rows
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon.consumers import save_next_snapshot

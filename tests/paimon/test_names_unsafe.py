@@ -13,7 +13,7 @@ import sys
 import unicodedata
 
 import pytest
-from test_branch_support import make_table, table_dir, tree, write
+from support.branch_tables import make_table, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, InvalidNameError

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from pypaimon import Schema
-from test_branch_support import SCHEMA, rows, table_dir, tree, write
+from support.branch_tables import SCHEMA, rows, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon import faults

@@ -13,7 +13,7 @@ import pytest
 from pypaimon import Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import Move, SchemaChange
-from test_branch_support import load_table, rows, table_dir, tree, write
+from support.branch_tables import load_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.catalog import open_catalog

@@ -23,9 +23,10 @@ from pypaimon import Schema
 from pypaimon.common.options.config_option import ConfigOption
 from pypaimon.common.options.core_options import CoreOptions
 from pyspark.sql.types import LongType, StringType, StructField, StructType
-from test_branch_support import tree
-from test_secrets_fuzz import _password
+from secret_fuzz import fuzz_password
+from support.branch_tables import tree
 
+from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
 from airflow_provider_paimon.paimon import secrets
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
@@ -39,7 +40,6 @@ from airflow_provider_paimon.paimon.table_options import (
 from airflow_provider_paimon.spark.datasource.streaming_writer import create_stream_writer
 from airflow_provider_paimon.spark.datasource.write_setup import plan_write
 from airflow_provider_paimon.spark.options import (
-    CONNECTION_OPTIONS_ENV,
     CONNECTION_WAREHOUSE_ENV,
     OWN_OPTIONS,
     parse_options,
@@ -70,7 +70,7 @@ def _leaks(root: str, secret_list: list[str]) -> list[str]:
 
 def _rest_connection(rng: random.Random) -> tuple[dict[str, str], list[str]]:
     """A REST connection's options, as the Airflow hook puts them in the private env."""
-    bearer, passphrase, pwd, uri_pw = (_password(rng) for _ in range(4))
+    bearer, passphrase, pwd, uri_pw = (fuzz_password(rng) for _ in range(4))
     options = {
         "header.Authorization": f"Bearer {bearer}",
         "oauth.passphrase": passphrase,
@@ -116,7 +116,7 @@ def test_paimon_java_options_and_documented_prefixes_are_table_options():
 
 def test_connection_secrets_go_to_the_catalog_are_registered_and_unknown_keys_are_named(monkeypatch, caplog):
     options, secret_list = _rest_connection(random.Random(30))
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps(options))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(options))
     monkeypatch.delenv(CONNECTION_WAREHOUSE_ENV, raising=False)
     with caplog.at_level(logging.WARNING, logger="airflow_provider_paimon.spark.options"):
         opts = parse_options({"warehouse": "/wh/rest-case", "table": "db.t", "target-file-size": "64 mb",
@@ -135,10 +135,10 @@ def test_a_created_table_stores_only_table_options_and_a_secret_looking_one_is_r
     monkeypatch, warehouse
 ):
     options, secret_list = _rest_connection(random.Random(31))
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps(options))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(options))
     monkeypatch.setenv(CONNECTION_WAREHOUSE_ENV, warehouse)
     rng = random.Random(32)
-    external = _password(rng)
+    external = fuzz_password(rng)
     base = {"table": "db.t", "create-table": "true"}
     refusals = {
         "data-file.external-paths": f"s3://AKIDEXAMPLE:{external}@bucket/ext",  # URL user info
@@ -172,7 +172,7 @@ def test_set_option_takes_only_table_options_and_never_a_credential(warehouse):
     before = tree(warehouse)
     rng = random.Random(33)
     for _ in range(20):
-        password = _password(rng)
+        password = fuzz_password(rng)
         for change, named in (
             ({"op": "set_option", "key": "owner", "value": "ops"}, "'owner': not Paimon table option"),
             ({"op": "set_option", "key": "rest.client.pwd", "value": password}, "'rest.client.pwd': not Paimon"),

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, rows, table_dir, tree, write
+from support.branch_tables import load_table, make_table, rows, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import faults
 from airflow_provider_paimon.paimon.branch import create_branch

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_branch_support import load_table, make_table, table_dir, tree, write
+from support.branch_tables import load_table, make_table, table_dir, tree, write
 
 from airflow_provider_paimon.paimon import tag as ops
 from airflow_provider_paimon.paimon.branch import create_branch

@@ -15,11 +15,11 @@ from __future__ import annotations
 import pytest
 from independent_reader import rust_rows
 
+from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.paimon.lsm.compact import plan_lsm_compaction
 from airflow_provider_paimon.paimon.lsm.options import LsmOptions
 from airflow_provider_paimon.spark import read_table
 from airflow_provider_paimon.spark.jobs import compact as job
-from airflow_provider_paimon.spark.jobs.common import parse_result
 
 from . import lsm_checks, tables
 from .scenarios import FIELDS, Feed, model_for

@@ -23,7 +23,7 @@ import pytest
 from pypaimon import Schema
 from streaming.helpers import NO_STREAM_COMPACTION, data_files_on_disk, live_files
 from streaming.stream_job import drain
-from streaming.test_streaming_kill import _run
+from support.kill import run_stream_job
 
 from airflow_provider_paimon.paimon.catalog import open_catalog
 from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys
@@ -60,7 +60,7 @@ def test_sigkill_then_restart_streams_each_change_once(spark, warehouse, tmp_pat
             assert compact_primary_keys(tables.reload(warehouse, "db.src"), "full").committed
     checkpoint = str(tmp_path / "ck")
     options = json.dumps(SOURCE)
-    assert _run(warehouse, checkpoint, "after-commit:2", options) == -signal.SIGKILL
+    assert run_stream_job(warehouse, checkpoint, "after-commit:2", options) == -signal.SIGKILL
     assert [s.commit_identifier for s in tables.reload(warehouse, "db.dst").snapshot_manager().list_snapshots()] \
         == [0, 1, 2]
     assert not os.path.exists(os.path.join(checkpoint, "commits", "2"))  # Spark never saw it done

@@ -29,13 +29,13 @@ from airflow_provider_paimon.paimon.catchup import (
     commit_kind_reader,
     compute_catch_up,
     consumed_from_consumer_file,
-    latest_snapshot_id,
 )
 from airflow_provider_paimon.paimon.lsm.changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys
 from airflow_provider_paimon.paimon.maintenance import expire_snapshots, remove_orphan_files
 from airflow_provider_paimon.paimon.maintenance.rollback import rollback
 from airflow_provider_paimon.paimon.schema.alter import alter_table
+from airflow_provider_paimon.paimon.snapshots import table_latest_snapshot_id
 from airflow_provider_paimon.paimon.stream_scan import StreamOffset
 from airflow_provider_paimon.paimon.tag.create import create_tag
 
@@ -136,7 +136,7 @@ def test_table_operations_on_both_kinds(warehouse, kind):
     check(main, where="after fast-forward")
 
     # a branch replaces main
-    bops.create_branch(table(), "b2", snapshot_id=latest_snapshot_id(table()))
+    bops.create_branch(table(), "b2", snapshot_id=table_latest_snapshot_id(table()))
     b2 = main.copy()
     write(table("b2"), rows_of([2, 8], "r"))
     b2.write(rows_of([2, 8], "r"))
@@ -146,7 +146,7 @@ def test_table_operations_on_both_kinds(warehouse, kind):
     check(main, where="after replace-main")
 
     # rollback of a write
-    before = latest_snapshot_id(table())
+    before = table_latest_snapshot_id(table())
     write(table(), rows_of([1, 10], "x"))
     rollback(table(), snapshot_id=before)
     check(main, where="after rollback")
@@ -163,12 +163,12 @@ def test_table_operations_on_both_kinds(warehouse, kind):
 
     # the catch-up check over a consumer: COMPACT snapshots are no lag
     ref = SourceRef.parse("db.t")
-    consumers.save_next_snapshot(table(), "etl", latest_snapshot_id(table()) + 1)
+    consumers.save_next_snapshot(table(), "etl", table_latest_snapshot_id(table()) + 1)
 
     def lag() -> int:
         t = table()
         result = compute_catch_up([ref], {ref: consumed_from_consumer_file(t, "etl", ref)},
-                                  {ref: latest_snapshot_id(t)}, commit_kinds={ref: commit_kind_reader(t)})
+                                  {ref: table_latest_snapshot_id(t)}, commit_kinds={ref: commit_kind_reader(t)})
         return result.sources[0].lag
 
     assert lag() == 0
@@ -177,7 +177,7 @@ def test_table_operations_on_both_kinds(warehouse, kind):
     assert lag() == 1
     if kind == "pk":
         assert compact_primary_keys(table(), "full").committed
-    consumers.save_next_snapshot(table(), "etl", latest_snapshot_id(table()) + 1)
+    consumers.save_next_snapshot(table(), "etl", table_latest_snapshot_id(table()) + 1)
     assert lag() == 0
 
     # expiry keeps what the latest snapshot, the tag, branches and the consumer need

@@ -228,11 +228,11 @@ def test_streaming_sigkill_and_restart_is_exactly_once(spark, s3_warehouse, tmp_
     Spark writes it through Hadoop, which needs hadoop-aws for s3a:// (docs/storage.md).
     """
     from streaming.stream_job import drain
-    from streaming.test_streaming_kill import _run
+    from support.kill import run_stream_job
 
+    from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
     from airflow_provider_paimon.spark.options import (
-        CONNECTION_OPTIONS_ENV,
-        CONNECTION_WAREHOUSE_ENV,
+            CONNECTION_WAREHOUSE_ENV,
     )
 
     src = make_table(s3_warehouse, "db.src")
@@ -241,13 +241,13 @@ def test_streaming_sigkill_and_restart_is_exactly_once(spark, s3_warehouse, tmp_
     append(src, [4, 5])
     make_table(s3_warehouse, "db.dst")
     checkpoint = str(tmp_path / "ck")
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps(s3_warehouse.options))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps(s3_warehouse.options))
     monkeypatch.setenv(CONNECTION_WAREHOUSE_ENV, s3_warehouse.uri)
 
-    _run(s3_warehouse.uri, checkpoint, "before-commit:1")
+    run_stream_job(s3_warehouse.uri, checkpoint, "before-commit:1")
     assert [r[0] for r in rows(s3_warehouse, "db.dst")] == [1, 2]
     assert data_keys(s3_warehouse, "db.dst") - live_files(s3_warehouse, "db.dst")  # batch 1's orphans
-    _run(s3_warehouse.uri, checkpoint, "after-commit:2")
+    run_stream_job(s3_warehouse.uri, checkpoint, "after-commit:2")
     assert [r[0] for r in rows(s3_warehouse, "db.dst")] == [1, 2, 3, 4, 5]
 
     append(load_table(catalog_of(s3_warehouse), "db.src"), [6])

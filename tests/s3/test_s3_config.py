@@ -7,9 +7,9 @@ import json
 import pytest
 
 from airflow_provider_paimon.hooks.paimon import config_from_connection
+from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.options import (
-    CONNECTION_OPTIONS_ENV,
     CONNECTION_WAREHOUSE_ENV,
     connection_catalog_options,
     connection_defaults,
@@ -47,13 +47,13 @@ def test_half_credentials_and_bad_flags_are_refused(login, password, extra, mess
 
 
 def test_environment_defaults_apply_to_the_connection_warehouse_only():
-    env = {CONNECTION_OPTIONS_ENV: json.dumps({"fs.s3.accessKeySecret": "S", "fs.s3.endpoint": "http://e"}),
+    env = {CATALOG_OPTIONS_ENV: json.dumps({"fs.s3.accessKeySecret": "S", "fs.s3.endpoint": "http://e"}),
            CONNECTION_WAREHOUSE_ENV: "s3://lake/wh/"}
     assert connection_defaults("s3://lake/wh", env) == {"fs.s3.accesskeysecret": "S", "fs.s3.endpoint": "http://e"}
     assert connection_defaults("s3://other/wh", env) == {}  # another warehouse gets no credentials
     assert connection_defaults("s3://x", {}) == {}
     with pytest.raises(InvalidArgumentError, match="not valid JSON"):
-        connection_defaults("s3://lake/wh", {CONNECTION_OPTIONS_ENV: "{nope"})
+        connection_defaults("s3://lake/wh", {CATALOG_OPTIONS_ENV: "{nope"})
 
 
 def test_a_job_opening_its_own_catalog_with_the_connection_options_reaches_the_s3_table(s3_warehouse):
@@ -72,14 +72,14 @@ def test_a_job_opening_its_own_catalog_with_the_connection_options_reaches_the_s
                                     s3_warehouse.options["fs.s3.accessKeySecret"],
                                     {"endpoint": s3_warehouse.server.endpoint, "path-style-access": "true",
                                      "region": s3_warehouse.options["fs.s3.region"]})
-    env = {CONNECTION_OPTIONS_ENV: json.dumps(config.options), CONNECTION_WAREHOUSE_ENV: config.warehouse}
+    env = {CATALOG_OPTIONS_ENV: json.dumps(config.options), CONNECTION_WAREHOUSE_ENV: config.warehouse}
     options = connection_catalog_options(s3_warehouse.uri, env)
     assert options == config.options  # the connection's own names, not lower-cased
     assert load_table(open_catalog(s3_warehouse.uri, options), "db.t").table_path.endswith("db.db/t")
 
 
 def test_options_keep_pypaimons_mixed_case_names_and_explicit_ones_win(monkeypatch):
-    monkeypatch.setenv(CONNECTION_OPTIONS_ENV, json.dumps({"fs.s3.accessKeyId": "ENV", "fs.s3.region": "r1"}))
+    monkeypatch.setenv(CATALOG_OPTIONS_ENV, json.dumps({"fs.s3.accessKeyId": "ENV", "fs.s3.region": "r1"}))
     monkeypatch.setenv(CONNECTION_WAREHOUSE_ENV, "s3://lake/wh")
     # Spark hands the data source lower-cased keys
     opts = parse_options({"table": "db.t", "fs.s3.accesskeyid": "GIVEN", "bucket": "2"})

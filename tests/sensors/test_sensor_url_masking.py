@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_paimon.hooks.connection_secrets import CredentialsInLocationError
+from airflow_provider_paimon.common.connection_secrets import CredentialsInLocationError
 from airflow_provider_paimon.sensors.catchup import SnapshotCatchUpSensor
 
 PW = "Sens0r-Pw,(1a2b)"

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import textwrap
 
 import pyarrow as pa
 import pytest
+from support.kill import ROOT, run_script_until_killed
 
 from airflow_provider_paimon.paimon import faults
 from airflow_provider_paimon.spark import write_table
-from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_ENV, FAULT_GROUP_ENV
+from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_GROUP_ENV
 from airflow_provider_paimon.spark.native.foreach_batch import foreach_batch_writer
 from airflow_provider_paimon.spark.native.write import FAULT_BEFORE_COMMIT
 
 pytestmark = pytest.mark.spark
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _everything_under(warehouse):
@@ -100,23 +97,8 @@ def _drain(spark, warehouse, checkpoint):
     assert query.exception() is None
 
 
-def _killed_run(tmp_path, warehouse, checkpoint, fault):
-    script = tmp_path / "job.py"
-    script.write_text(JOB.format(root=ROOT, group_env=FAULT_GROUP_ENV))
-    proc = subprocess.Popen(
-        [sys.executable, str(script), warehouse, checkpoint],
-        env=dict(os.environ, **{FAULT_ENV: fault}),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _, err = proc.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    assert proc.returncode == -signal.SIGKILL, err.decode(errors="replace")[-3000:]
+def _killed_run(tmp_path, warehouse: str, checkpoint: str, fault: str) -> None:
+    run_script_until_killed(tmp_path, JOB.format(root=ROOT, group_env=FAULT_GROUP_ENV), fault, warehouse, checkpoint)
 
 
 def test_foreach_batch_kill_and_restart_is_exactly_once(spark, warehouse, probe, tmp_path):

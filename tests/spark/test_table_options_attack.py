@@ -21,8 +21,9 @@ from urllib.parse import quote
 
 from fuzz_passwords import passwords, shown
 
+from airflow_provider_paimon.job_contract import CATALOG_OPTIONS_ENV
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-from airflow_provider_paimon.spark.options import CONNECTION_OPTIONS_ENV, CONNECTION_WAREHOUSE_ENV
+from airflow_provider_paimon.spark.options import CONNECTION_WAREHOUSE_ENV
 
 JOB = textwrap.dedent("""
     from airflow_provider_paimon.spark.session import local_session
@@ -44,7 +45,7 @@ def test_a_job_with_rest_credentials_creates_a_table_that_holds_none_of_them(war
         "uri": f"http://svc:{uri_pw}@rest.example:8080/v1",
         "snapshot.num-retained.min": "5",
     }
-    env = dict(os.environ, **{CONNECTION_OPTIONS_ENV: json.dumps(connection), CONNECTION_WAREHOUSE_ENV: warehouse})
+    env = dict(os.environ, **{CATALOG_OPTIONS_ENV: json.dumps(connection), CONNECTION_WAREHOUSE_ENV: warehouse})
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", JOB], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

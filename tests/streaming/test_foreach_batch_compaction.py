@@ -17,16 +17,13 @@ Here the worker thread runs in the driver (``foreachBatch`` commits there).
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from support.kill import ROOT, run_script_until_killed
 
 from airflow_provider_paimon.paimon.compaction.options import _table_option_map
-from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_ENV, FAULT_GROUP_ENV
+from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_GROUP_ENV
 from airflow_provider_paimon.spark.native.foreach_batch import foreach_batch_writer
 
 from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
@@ -42,7 +39,6 @@ from .test_streaming_compaction import (
 
 pytestmark = pytest.mark.spark
 BATCHES = 4  # 4 small files: one bin with min-file-num 3
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def drain(spark, warehouse: str, checkpoint: str, sink: str = "db.dst", options: dict | None = None) -> None:
@@ -104,22 +100,7 @@ JOB = textwrap.dedent(
 
 
 def _killed_run(tmp_path, warehouse: str, checkpoint: str, fault: str) -> None:
-    script = tmp_path / "job.py"
-    script.write_text(JOB.format(root=ROOT, group_env=FAULT_GROUP_ENV))
-    proc = subprocess.Popen(
-        [sys.executable, str(script), warehouse, checkpoint],
-        env=dict(os.environ, **{FAULT_ENV: fault}),
-        start_new_session=True,  # its own process group: the fault kills only the job
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _, err = proc.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    assert proc.returncode == -signal.SIGKILL, err.decode(errors="replace")[-3000:]
+    run_script_until_killed(tmp_path, JOB.format(root=ROOT, group_env=FAULT_GROUP_ENV), fault, warehouse, checkpoint)
 
 
 def test_foreach_batch_sigkill_in_background_compaction_then_restart_is_exactly_once(spark, warehouse, tmp_path):

@@ -21,13 +21,13 @@ import signal
 import time
 
 import pytest
+from support.kill import run_stream_job
 
 from airflow_provider_paimon.paimon.compaction.scan import live_entries
 from airflow_provider_paimon.spark.datasource.streaming_writer import COMPACT_PENDING, STATE_DIR
 
 from .helpers import append, data_files_on_disk, live_files, make_table, reload, table_ids
 from .stream_job import drain
-from .test_streaming_kill import _run
 
 pytestmark = pytest.mark.spark
 BATCHES = 6
@@ -111,7 +111,7 @@ def test_sigkill_in_background_compaction_then_restart_is_exactly_once(spark, wa
 
     # 1. killed while the compaction scheduled after batch 2 (3 small files) has
     #    rewritten its bin but not committed it
-    assert _run(warehouse, checkpoint, "compact-before-commit:2") == -signal.SIGKILL
+    assert run_stream_job(warehouse, checkpoint, "compact-before-commit:2") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     killed = _pending_files(dst, checkpoint)
     assert killed and not killed & _referenced(dst)  # the killed job's files, named by no snapshot
@@ -119,7 +119,7 @@ def test_sigkill_in_background_compaction_then_restart_is_exactly_once(spark, wa
 
     # 2. restarted: the killed job's files are deleted; killed again right after the
     #    first COMPACT commit of this run
-    assert _run(warehouse, checkpoint, "compact-after-commit:*") == -signal.SIGKILL
+    assert run_stream_job(warehouse, checkpoint, "compact-after-commit:*") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     assert not killed & data_files_on_disk(dst.table_path)
     assert "COMPACT" in {s.commit_kind for s in dst.snapshot_manager().list_snapshots()}

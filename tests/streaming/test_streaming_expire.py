@@ -14,6 +14,7 @@ import os
 import signal
 
 import pytest
+from support.kill import run_stream_job
 
 from .helpers import (
     NO_STREAM_COMPACTION,
@@ -25,7 +26,6 @@ from .helpers import (
     table_ids,
 )
 from .stream_job import drain
-from .test_streaming_kill import _run
 
 pytestmark = pytest.mark.spark
 RETAIN = {"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1"}
@@ -43,7 +43,7 @@ def test_sink_expires_per_batch_and_stays_exactly_once_across_a_kill(spark, ware
     make_table(warehouse, "db.dst", options=dict(RETAIN, **NO_STREAM_COMPACTION))
     checkpoint = str(tmp_path / "ck")
 
-    assert _run(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
+    assert run_stream_job(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     assert table_ids(dst) == [1, 2, 3, 4, 5]
     assert _snapshot_ids(dst) == [1, 2, 3]  # 2 kept after batch 1; batch 2's expiry never ran

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
-
-from airflow_provider_paimon.spark.datasource.streaming_writer import FAULT_ENV
+from support.kill import run_stream_job
 
 from .helpers import (
     NO_STREAM_COMPACTION,
@@ -37,32 +34,6 @@ from .helpers import (
 from .stream_job import drain
 
 pytestmark = pytest.mark.spark
-JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream_job.py")
-
-
-def _run(warehouse: str, checkpoint: str, fault: str, *extra: str) -> int:
-    """``stream_job.py`` (``extra``: its further arguments) in its own process group, armed with ``fault``."""
-    env = dict(os.environ, **{FAULT_ENV: fault})
-    proc = subprocess.Popen(
-        [sys.executable, JOB, warehouse, checkpoint, *extra],
-        env=env,
-        start_new_session=True,  # its own process group: the fault kills only the job
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _, err = proc.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    expected = -signal.SIGKILL
-    if proc.returncode != expected:
-        raise AssertionError(
-            f"job exited with {proc.returncode}, expected {expected}:\n"
-            + err.decode(errors="replace")[-3000:]
-        )
-    return proc.returncode
 
 
 def test_sigkill_before_and_after_commit_then_restart_is_exactly_once(spark, warehouse, tmp_path):
@@ -73,13 +44,13 @@ def test_sigkill_before_and_after_commit_then_restart_is_exactly_once(spark, war
     make_table(warehouse, "db.dst", options=NO_STREAM_COMPACTION)
     checkpoint = str(tmp_path / "ck")
 
-    assert _run(warehouse, checkpoint, "before-commit:1") == -signal.SIGKILL
+    assert run_stream_job(warehouse, checkpoint, "before-commit:1") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     assert table_ids(dst) == [1, 2]  # batch 0 only
     assert os.path.exists(os.path.join(checkpoint, "paimon-sink", "pending-1"))
     assert data_files_on_disk(dst.table_path) - live_files(dst)  # batch 1's orphans
 
-    assert _run(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
+    assert run_stream_job(warehouse, checkpoint, "after-commit:2") == -signal.SIGKILL
     dst = reload(warehouse, "db.dst")
     assert table_ids(dst) == [1, 2, 3, 4, 5]
     assert not os.path.exists(os.path.join(checkpoint, "commits", "2"))  # Spark never saw it done

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_paimon.operators.audit_summary import audit_summary, summary_key
+from airflow_provider_paimon.common.audit_summary import audit_summary, summary_key
 
 from .airflow_server import Users, airflow_env
 

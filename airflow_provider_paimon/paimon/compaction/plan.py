@@ -30,9 +30,8 @@ from ..partitions import (
     default_partition_name,
     format_partition_value,
     format_spec,
-    split_partition_text,
+    parse_partition_spec,
 )
-from ..partitions import parse_partition_spec as parse_typed_spec
 from .errors import NotCompactableError, PartitionNotFoundError
 from .options import CompactionOptions
 from .scan import latest_snapshot, live_entries, partition_dict, table_name
@@ -230,11 +229,6 @@ def _sort_key(key: tuple) -> tuple:
 # --- partition selection -------------------------------------------------------------
 
 
-def parse_partition_spec(text: str) -> dict[str, str]:
-    """``"dt=2024-01-01,hr=3"`` -> ``{"dt": "2024-01-01", "hr": "3"}`` (values still text)."""
-    return split_partition_text(text)
-
-
 def partition_spec_filter(
     table: Any, specs: Sequence[Mapping[str, str]], snapshot: Any = None
 ) -> PartitionFilter:
@@ -259,7 +253,7 @@ def partition_spec_filter(
                 f"partition filter uses {unknown}, which are not partition columns "
                 f"(partition columns: {keys})"
             )
-    typed = [parse_typed_spec(table, spec, what=f"partition {format_spec(spec)}") for spec in specs]
+    typed = [parse_partition_spec(table, spec, what=f"partition {format_spec(spec)}") for spec in specs]
     default_name = default_partition_name(table)
 
     def as_text(value: Any) -> str:

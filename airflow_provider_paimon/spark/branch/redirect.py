@@ -23,7 +23,7 @@ Rules (docs/datasource.md, "Branch redirects"):
 Where the conf is read. The native helpers run on the driver and read the active
 session's conf directly. The data source's code runs in Python worker processes that
 Spark starts for planning and commits, which cannot see the session's conf; so
-``register(spark)`` (``register_data_source``) registers the data source with the
+``register(spark)`` (``spark/registration.py``) registers the data source with the
 session's redirect entries inside it, and Spark hands the class to those workers.
 A redirect changed with ``spark.conf.set`` after ``register(spark)`` would not reach
 the planner; every read and write task therefore compares the branch its plan used
@@ -34,12 +34,11 @@ and fails the job, before anything is committed, when they differ.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import (
@@ -226,6 +225,7 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
     from ..lineage.connect_capture import lineage_defaults
     from ..lineage.direct import check_session, session_info
     from ..options import parse_options
+    from ..session import worker_environment
 
     defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
     if defaults and not has_lineage_proposal_options(opts.raw):
@@ -235,89 +235,12 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
     return dataclasses.replace(resolved, lineage_session=session_info(session))
 
 
-def worker_environment(spark: Any) -> dict[str, str]:
-    """The environment the session gives its Python workers (``sc.environment``; none on Connect)."""
-    from ..session import worker_environment as environment
-
-    return environment(spark)
-
-
 def active_session() -> Any:
     try:
         from pyspark.sql import SparkSession
     except ImportError:  # pragma: no cover - the native helpers need pyspark anyway
         return None
     return SparkSession.getActiveSession()
-
-
-_published: dict[Hashable, str] = {}
-_published_lock = threading.Lock()
-
-
-def register_data_source(spark: Any) -> None:
-    """Register the ``paimon`` data source on ``spark`` carrying the session's redirects
-    and the snapshot properties of its commits (``paimon.commit_properties``).
-
-    The class registered is a subclass of ``PaimonDataSource`` whose
-    ``branch_redirects`` holds the session's ``spark.paimon.branch.*`` entries now:
-    Spark pickles the class (by value) into every planner and task worker. (Handing
-    them over in the workers' environment would work too, but every new environment
-    makes Spark start new Python worker daemons, ~20 s on a busy 2-core machine.)
-    Malformed entries are carried as they are: the first read or write fails on them
-    with the message that names the key. Used by ``register(spark)`` and by lineage
-    capture when it re-registers the source.
-    """
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session import app_id
-
-    from ..datasource.source import PaimonDataSource
-    from ..lineage.connect_capture import lineage_defaults
-    from ..lineage.direct import session_info
-    from ..session import is_connect
-
-    raw = session_entries(spark)
-    lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
-    # the Airflow run (this driver's AIRFLOW_CTX_* environment) and the Spark app id,
-    # for every snapshot the source commits: its commit runs in a worker that has neither
-    properties = commit_properties(spark_app_id=app_id(spark))
-    defaults = lineage_defaults(spark)  # a Connect session's capture: recorded at commit
-    carry = is_connect(spark)  # streaming runners of Connect need the package inside
-    cls = PaimonDataSource
-    if raw or lineage or properties or defaults or carry:
-        cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
-            "PaimonDataSource",
-            (PaimonDataSource,),
-            {
-                "branch_redirects": dict(raw),
-                "lineage_session": lineage,
-                "commit_properties": properties,
-                "lineage_defaults": defaults,
-                "carry_package": carry,
-                "__module__": PaimonDataSource.__module__,
-            },
-        ))
-    spark.dataSource.register(cls)
-    _log_published(spark, raw)
-
-
-def _log_published(spark: Any, raw: Mapping[str, str]) -> None:
-    """One INFO line per redirected table whenever the session's redirects change."""
-    from ..session import session_key
-
-    value = json.dumps(dict(raw), sort_keys=True)
-    with _published_lock:
-        key = session_key(spark)
-        if _published.get(key, "{}") == value:
-            return
-        _published[key] = value
-    try:
-        for redirect in parse_redirects(raw).values():
-            log.info(
-                "branch redirect: every read and write of %s.%s in this job uses branch %s (%s)",
-                redirect.database, redirect.table, redirect.branch, redirect.key,
-            )
-    except InvalidArgumentError as err:
-        log.warning("branch redirect: %s (the first read or write of a paimon table fails on it)", err)
 
 
 # ---------------------------------------------------------------- worker side

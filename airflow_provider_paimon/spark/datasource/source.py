@@ -26,7 +26,7 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
     """Apache Paimon tables for Spark, through pypaimon (no JVM jars needed)."""
 
     #: the session's ``spark.paimon.branch.*`` entries when it was registered; set on
-    #: the subclass ``branch_redirect.register_data_source`` registers
+    #: the subclass ``registration.register_data_source`` registers
     branch_redirects: dict[str, str] = {}  # noqa: RUF012 - read only
     #: the session's lineage job name and spool folder (``lineage_direct.session_info``)
     lineage_session: dict[str, str] = {}  # noqa: RUF012 - read only

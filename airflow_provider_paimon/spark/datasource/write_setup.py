@@ -27,10 +27,11 @@ from airflow_provider_paimon.paimon.maintenance.after_commit import check_write_
 from airflow_provider_paimon.paimon.maintenance.options import writer_retention
 from airflow_provider_paimon.paimon.manifests import MergeOptions
 from airflow_provider_paimon.paimon.partitions import parse_partition_spec
+from airflow_provider_paimon.paimon.snapshots import table_latest_snapshot_id
 from airflow_provider_paimon.paimon.table_options import refuse_secrets
 
 from ..options import PaimonOptions
-from ..tables import catalog_for, latest_snapshot_id, open_table
+from ..tables import catalog_for, open_table
 from .types import (
     check_supported,
     check_write_compatible,
@@ -92,7 +93,7 @@ def plan_write(
         static_partition=static,
         dynamic_overwrite=overwrite and opts.overwrite_mode == "dynamic",
         commit_user=f"spark-{write_id}",
-        base_snapshot_id=latest_snapshot_id(table),
+        base_snapshot_id=table_latest_snapshot_id(table),
         file_prefix=None if "data-file.prefix" in opts.table_options else f"data-{write_id[:13]}-",
         snapshot_properties=dict(snapshot_properties or {}),
         merge=merge if merge is not None and merge.touches_rows else None,

@@ -55,9 +55,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
 
 def lineage_url() -> str | None:
     """The lineage store the operator passed (never on the command line), or None."""
-    from ...lineage.url import ENV_URL
+    from ...job_contract import LINEAGE_URL_ENV
 
-    return os.environ.get(ENV_URL) or None
+    return os.environ.get(LINEAGE_URL_ENV) or None
 
 
 def main_identities(table: Any, low: int | None) -> dict[int, Any]:

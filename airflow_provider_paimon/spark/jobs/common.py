@@ -1,5 +1,8 @@
 """What every job entry point shares: argument parsing, result and error printing.
 
+The contract itself (the result and error lines, the environment names, the one parser
+the hooks use) is ``airflow_provider_paimon/job_contract.py``.
+
 ``run_job`` registers the secrets the job received through its private channels and
 scrubs its log records, its result line and its error (``job_secrets.py``), so a job's
 output never shows a secret, whatever punctuation it holds.
@@ -16,16 +19,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from ...job_contract import CATALOG_OPTIONS_ENV, ERROR_PREFIX, RESULT_FILE_ENV, RESULT_PREFIX
 from ...paimon.errors import InvalidArgumentError, PaimonError
-
-RESULT_PREFIX = "PAIMON_RESULT "
-ERROR_PREFIX = "PAIMON_ERROR "
-CATALOG_OPTIONS_ENV = "PAIMON_CATALOG_OPTIONS_JSON"
-#: where the hook wants the result as a file too (client deploy mode: the driver runs
-#: next to Airflow). The stdout line alone is not enough: spark-submit copies the
-#: Python driver's output in 1 KiB chunks, so a log line of another JVM thread can land
-#: inside a long result line.
-RESULT_FILE_ENV = "PAIMON_RESULT_FILE"
 
 log = logging.getLogger("airflow_provider_paimon.jobs")
 
@@ -157,13 +152,3 @@ def run_job(body: Callable[[], dict[str, Any]]) -> int:
             return 1
         print_result(result)
         return 0
-
-
-def parse_result(output: str) -> dict[str, Any] | None:
-    """Find the last ``PAIMON_RESULT`` line in a job's output (used by the hook and tests)."""
-    found = None
-    for line in output.splitlines():
-        idx = line.find(RESULT_PREFIX)
-        if idx >= 0:
-            found = json.loads(line[idx + len(RESULT_PREFIX):])
-    return found

@@ -35,11 +35,12 @@ from typing import Any
 
 from ...paimon.catalog import load_table, open_catalog
 from ...paimon.compaction.options import CompactionOptions
-from ...paimon.compaction.plan import check_compactable, parse_partition_spec, partition_spec_filter
+from ...paimon.compaction.plan import check_compactable, partition_spec_filter
 from ...paimon.compaction.runner import compact
 from ...paimon.errors import InvalidArgumentError
 from ...paimon.lsm.compact import check_lsm_compactable
 from ...paimon.lsm.options import LsmOptions, check_mode
+from ...paimon.partitions import split_partition_text
 from ...paimon.predicates import table_partition_types, where_filter
 from .common import (
     ArgumentError,
@@ -150,7 +151,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
 
     partition_filter = None
     if args.partition:
-        specs = [parse_partition_spec(p) for p in args.partition]
+        specs = [split_partition_text(p) for p in args.partition]
         partition_filter = partition_spec_filter(table, specs)
     if args.where is not None:
         if not args.where.strip():

@@ -37,9 +37,8 @@ def register_private_secrets(environ: Mapping[str, str] | None = None, spark_con
     ``spark_conf`` defaults to the driver's Spark conf when one can be read without
     starting a JVM (under spark-submit, or with a session already running).
     """
-    from ...lineage.url import ENV_URL, register_url
-    from ..lineage.config import ENV_PASSWORD
-    from .common import CATALOG_OPTIONS_ENV
+    from ...job_contract import CATALOG_OPTIONS_ENV, LINEAGE_PASSWORD_ENV, LINEAGE_URL_ENV
+    from ...lineage.url import register_url
 
     env = os.environ if environ is None else environ
     raw = env.get(CATALOG_OPTIONS_ENV)
@@ -48,8 +47,8 @@ def register_private_secrets(environ: Mapping[str, str] | None = None, spark_con
             doc = json.loads(raw)
             if isinstance(doc, dict):
                 secrets.register_secret_options({str(k): v for k, v in doc.items()})
-    register_url(env.get(ENV_URL))
-    secrets.register_secret(env.get(ENV_PASSWORD))
+    register_url(env.get(LINEAGE_URL_ENV))
+    secrets.register_secret(env.get(LINEAGE_PASSWORD_ENV))
     secrets.register_secret_options({k: v for k, v in env.items() if k.startswith(OPENLINEAGE_ENV_PREFIX)})
     conf = _driver_conf(env) if spark_conf is None else spark_conf
     secrets.register_secret_options(dict(conf))

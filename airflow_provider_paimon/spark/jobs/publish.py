@@ -54,9 +54,10 @@ def _record_links(args: argparse.Namespace, result: dict[str, Any], catalog: Any
     table ``unchanged`` with the same snapshots, so it records the links a failed store
     write left out.
     """
-    from ...lineage.url import DEFAULT_DATABASE, ENV_URL
+    from ...job_contract import LINEAGE_URL_ENV
+    from ...lineage.url import DEFAULT_DATABASE
 
-    url = os.environ.get(ENV_URL)
+    url = os.environ.get(LINEAGE_URL_ENV)
     if not url:
         return None
     from ...lineage.branch_links import record_branch_link

@@ -36,6 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_paimon.job_contract import (
+    CATALOG_OPTIONS_ENV,
+    LINEAGE_PASSWORD_ENV,
+    LINEAGE_URL_ENV,
+)
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import parse_bool, parse_int
 from airflow_provider_paimon.paimon.secrets import (
@@ -60,8 +65,6 @@ KNOWN_KEYS = (
 #: the proposal's catalog options in the Spark conf: ``spark.paimon.catalog.<key>``
 CATALOG_PREFIX = "spark.paimon.catalog."
 
-ENV_URL = "PAIMON_LINEAGE_URL"
-ENV_PASSWORD = "PAIMON_LINEAGE_PASSWORD"
 BUFFER, FAIL = "buffer", "fail"
 POLICIES = (BUFFER, FAIL)
 DEFAULT_DATABASE = "paimon"
@@ -161,15 +164,15 @@ def capture_config(
         enabled = enabled or proposal.enabled
         url = _merge_url(url, proposal)
     if url is None:
-        url = (env.get(ENV_URL) or "").strip() or None
-    _register_store_secrets(url, env.get(ENV_PASSWORD))
+        url = (env.get(LINEAGE_URL_ENV) or "").strip() or None
+    _register_store_secrets(url, env.get(LINEAGE_PASSWORD_ENV))
     if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
         from airflow_provider_paimon.lineage.url import parse_url
 
         url = parse_url(url).render_as_string(hide_password=False)
     if url is not None:
         try:
-            url = with_password(url, env.get(ENV_PASSWORD))
+            url = with_password(url, env.get(LINEAGE_PASSWORD_ENV))
         except Exception as err:  # noqa: BLE001 - sqlalchemy's ArgumentError and friends
             raise InvalidArgumentError(
                 f"{KEY_URL} {mask_url(url)!r} is not a SQLAlchemy URL ({type(err).__name__})"
@@ -282,8 +285,6 @@ def _proposal_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
 def _connection_options(env: Mapping[str, str]) -> dict[str, str]:
     """The catalog options the Airflow hook put in the driver's environment (JSON)."""
     import json
-
-    from ..jobs.common import CATALOG_OPTIONS_ENV
 
     raw = env.get(CATALOG_OPTIONS_ENV)
     if not raw:

@@ -67,7 +67,7 @@ class ConnectCapture:
             if _captures.get(session_key(self.spark)) is self:
                 _captures.pop(session_key(self.spark), None)
         try:
-            from ..branch.redirect import register_data_source
+            from ..registration import register_data_source
 
             register_data_source(self.spark)
         except Exception:  # noqa: BLE001 - the session may be stopped already
@@ -82,7 +82,7 @@ class ConnectCapture:
 
 def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCapture:
     """Capture on Connect session ``spark``; idempotent (the running capture is returned)."""
-    from ..branch.redirect import register_data_source
+    from ..registration import register_data_source
     from ..session import session_key
 
     key = session_key(spark)

@@ -87,7 +87,8 @@ def check_before_commit(what: str) -> None:
     error = ping_store(url, database)
     if error is None:
         return
-    from airflow_provider_paimon.lineage.url import default_url, mask_url
+    from airflow_provider_paimon.lineage.url import default_url
+    from airflow_provider_paimon.paimon.secrets import mask_url
 
     raise LineageStoreUnreachableError(
         f"lineage store {mask_url(url or default_url())} of job {target.get('job')!r} is not "

@@ -74,6 +74,6 @@ class WorkerRouting:
         # The data source's Python function carries sc.environment as it was when it was
         # registered; registering again is what makes the workers see the variable.
         # (with the session's branch redirects, as ``register(spark)`` does)
-        from ..branch.redirect import register_data_source
+        from ..registration import register_data_source
 
         register_data_source(self.spark)

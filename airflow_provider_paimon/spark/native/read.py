@@ -80,8 +80,8 @@ def read_table(
     )
     plan = plan_for(opts, filter)
     log.info(plan.summary())
-    from ..branch.redirect import worker_environment
     from ..lineage.direct import on_scan
+    from ..session import worker_environment
 
     on_scan(opts, plan.snapshot_id, worker_environment(spark))  # option-driven lineage (no capture)
     df = dataframe_for(spark, plan)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_paimon.operators.templating import is_templated
+from airflow_provider_paimon.common.templating import is_templated
 
 __all__ = ["SAFE_TEMPLATE_NAMES", "location_conf_keys", "template_sources", "untrusted_sources"]
 

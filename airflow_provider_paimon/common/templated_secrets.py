@@ -41,13 +41,13 @@ from urllib.parse import unquote
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_paimon.hooks.connection_secrets import (
+from airflow_provider_paimon.common.connection_secrets import (
     CredentialsInLocationError,
     check_location,
 )
-from airflow_provider_paimon.hooks.secret_masking import is_flag_value, register_values
-from airflow_provider_paimon.operators.location_sources import location_conf_keys, untrusted_sources
-from airflow_provider_paimon.operators.templating import is_templated
+from airflow_provider_paimon.common.location_sources import location_conf_keys, untrusted_sources
+from airflow_provider_paimon.common.secret_masking import is_flag_value, register_values
+from airflow_provider_paimon.common.templating import is_templated
 from airflow_provider_paimon.paimon.secrets import (
     is_secret,
     is_secret_key,
@@ -126,7 +126,7 @@ def mask_values(values: Iterable[Any]) -> None:
     register_values(v for v in values if v is not None and str(v).strip())
 
 
-def mask_url(url: Any) -> None:
+def register_url_masks(url: Any) -> None:
     """Register a URL's secrets, and the whole URL when it has any (a short password may
     be below the masker's minimum length, the URL never is)."""
     secrets = register_url_secrets(str(url or "").strip())
@@ -269,14 +269,14 @@ class MaskRenderedSecrets(BaseOperator):
     def mask_rendered_secrets(self) -> None:
         """Register the secrets the (rendered) fields hold with the package's registry."""
         for name in self.secret_url_fields:
-            mask_url(getattr(self, name, None))
+            register_url_masks(getattr(self, name, None))
         for name in self.secret_option_fields:
             value = getattr(self, name, None)
             mask_options(value)
             if isinstance(value, Mapping):
                 for item in value.values():
                     if isinstance(item, str):
-                        mask_url(item)
+                        register_url_masks(item)
         for name in self.secret_text_fields:
             mask_texts(getattr(self, name, None))
 

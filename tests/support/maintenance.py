@@ -10,13 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from test_branch_support import load_table, make_table, table_dir, write
-
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
 from airflow_provider_paimon.paimon.compaction.runner import compact
 from airflow_provider_paimon.paimon.consumers import save_next_snapshot
 from airflow_provider_paimon.paimon.tag import create_tag
+from support.branch_tables import load_table, make_table, table_dir, write
 
 OPTIONS = {"compaction.min.file-num": "2"}
 
