@@ -2,23 +2,12 @@
 
 ``task_groups/cascade.py`` (``cascade_correction``) wires them, with a
 ``SnapshotCatchUpSensor`` per re-run job and ``PublishBranchesOperator``, into one task
-group::
-
-    plan -> branch (mapped over the planned tables) -> run_<table> [-> wait_<table>] ...
-         -> audit_<table> ... -> publish
-
-* ``plan`` (``CascadePlanOperator``) asks the lineage store which tables the bad
-  snapshot spoiled (``lineage.cascade.plan_cascade``), checks that the group has a job
-  for each, in an order the plan allows, and returns the plan (XCom). It changes
-  nothing: a bad plan fails here.
-* ``branch`` (``CascadeBranchOperator``, one mapped task per planned table) tags each
-  table at its branch point and branches from the tag (``paimon.branch.branch_point``).
-* ``run_<table>`` (``CascadeJobOperator``) re-runs the table's job with every planned
-  table redirected to the correction branch (``branch_redirects``), so its reads see
-  the corrected upstream branches and its writes land on its own branch. A table the
-  plan leaves out is skipped, and so is everything of it below.
-* ``audit_<table>`` (``CascadeAuditOperator``) diffs the branch against main and runs
-  the table's checks; a failed check stops the publish with nothing changed.
+group; its docstring draws the group and says what each step does. Here:
+``CascadePlanOperator`` (the plan, from the lineage store; changes nothing),
+``CascadeBranchOperator`` (tag and branch each planned table at its branch point),
+``CascadeJobOperator`` (re-run a table's job with every planned table redirected to
+its correction branch) and ``CascadeAuditOperator`` (diff the branch against main and
+run the table's checks; a failed check stops the publish with nothing changed).
 
 Every step can be retried, and a failed DAG run rerun (clear the failed tasks): the
 plan is the same (the lineage of the bad snapshot does not change), the branch step
