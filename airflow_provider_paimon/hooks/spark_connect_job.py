@@ -12,8 +12,10 @@ way (``register`` ships it).
   process, with the same contract as under spark-submit (``PAIMON_RESULT`` in
   ``$PAIMON_RESULT_FILE``, exit 2 for bad input);
 * a user's application (``PaimonSparkSubmitOperator``): its ``.py`` file runs as
-  ``__main__`` (``sys.argv`` = the file and its arguments), or a ``python_callable``
-  gets the session; its ``SparkSession.builder.getOrCreate()`` returns that session.
+  ``__main__`` (``sys.argv`` = the file and its arguments; a ``PAIMON_RESULT {json}``
+  line it prints is its result, as under spark-submit), or a ``python_callable`` gets
+  the session (its return value is the result); its
+  ``SparkSession.builder.getOrCreate()`` returns that session.
 
 Secrets travel as under spark-submit: catalog options in ``PAIMON_CATALOG_OPTIONS_JSON``
 and ``secret_env`` in this process's environment for the job's length only, Spark conf
@@ -24,6 +26,7 @@ the log names the server as ``sc://host:port`` only.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import runpy
 import sys
@@ -43,6 +46,7 @@ from airflow_provider_paimon.hooks.spark_job import (
     read_job_record,
     register_secrets,
 )
+from airflow_provider_paimon.job_contract import read_job_line
 from airflow_provider_paimon.paimon.secrets import register_secret, scrub
 
 #: Airflow's own connection type for Spark Connect (apache-airflow-providers-apache-spark)
@@ -87,6 +91,53 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+class _JobLines(io.TextIOBase):
+    """Stdout for a user's application: passes everything on and keeps its last
+    ``PAIMON_RESULT`` / ``PAIMON_ERROR`` line, as the spark-submit hook reads them from
+    the driver's output (under spark-submit the application's print is the contract)."""
+
+    #: a line longer than this is passed on but not kept (no result line is that long)
+    MAX_LINE = 1 << 20
+
+    def __init__(self, out: Any) -> None:
+        super().__init__()
+        self._out = out
+        self._partial = ""
+        self.result: Any = None
+        self.error: str | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._out.write(text)
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        if len(self._partial) > self.MAX_LINE:
+            self._partial = ""
+        for line in lines:
+            self._take(line)
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def finish(self) -> None:
+        """Read a last line printed without its newline."""
+        if self._partial:
+            self._take(self._partial)
+            self._partial = ""
+
+    def _take(self, line: str) -> None:
+        read = read_job_line(line)
+        if read is None:
+            return
+        if read.kind == "error":
+            self.error = read.value
+        elif read.readable:
+            self.result = read.value
 
 
 class PaimonSparkConnectJobHook(BaseHook):
@@ -154,9 +205,9 @@ class PaimonSparkConnectJobHook(BaseHook):
                 exit_code, value = self._run_job(spark)
             result, error = read_job_record(result_file, self.log)
         self.result = result if result is not None else value
-        self.job_error = error
+        self.job_error = error or self.job_error  # the result file's, else a printed line's
         if exit_code != 0:
-            detail = scrub(error or "no PAIMON_ERROR (see the log above)")
+            detail = scrub(self.job_error or "no PAIMON_ERROR (see the log above)")
             error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
             raise error_class(f"Paimon {self.family} job failed on Spark Connect (exit {exit_code}): {detail}",
                               exit_code, self.family)
@@ -171,13 +222,7 @@ class PaimonSparkConnectJobHook(BaseHook):
                 value = self.python_callable(spark, *self.job_args)
                 return 0, value if isinstance(value, dict) or value is None else {"result": value}
             if self.application is not None:
-                argv = sys.argv
-                sys.argv = [self.application, *self.job_args]
-                try:
-                    runpy.run_path(self.application, run_name="__main__")
-                finally:
-                    sys.argv = argv
-                return 0, None
+                return self._run_application()
             import importlib
 
             from airflow_provider_paimon.spark.jobs.launcher import FAMILIES
@@ -187,6 +232,24 @@ class PaimonSparkConnectJobHook(BaseHook):
         except SystemExit as stop:
             code = stop.code
             return (code if isinstance(code, int) else (0 if code is None else 1)), None
+
+    def _run_application(self) -> tuple[int, dict[str, Any] | None]:
+        """The user's ``.py`` as ``__main__``; its printed result line is its result."""
+        argv, lines = sys.argv, _JobLines(sys.stdout)
+        sys.argv = [str(self.application), *self.job_args]
+        code = 0
+        try:
+            with contextlib.redirect_stdout(lines):
+                runpy.run_path(str(self.application), run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        finally:
+            sys.argv = argv
+            lines.finish()
+        if lines.error is not None:
+            self.job_error = lines.error
+        result = lines.result if isinstance(lines.result, dict) or lines.result is None else {"result": lines.result}
+        return code, result
 
     def on_kill(self) -> None:
         """Nothing runs outside this process; Airflow's kill ends the task process itself."""

@@ -114,6 +114,8 @@ def test_compaction_and_user_jobs_through_dag_test(connections, airflow_db, conn
         (spark.range(n).selectExpr("id + 5000 as id", "'2026-11-03' as dt").write.format("paimon")
          .mode("append").option("warehouse", os.environ["PAIMON_CONNECTION_WAREHOUSE"])
          .option("table", sys.argv[1]).save())
+        print("some output of the job")
+        print('PAIMON_RESULT {"rows": %d, "table": "%s"}' % (n, sys.argv[1]), end="")  # no newline
     """))
     monkeypatch.setenv("PAIMON_TEST_APP", str(app))
     dag = _load_dag("paimon_connect_ops", DAG_SOURCE)
@@ -122,6 +124,11 @@ def test_compaction_and_user_jobs_through_dag_test(connections, airflow_db, conn
     with structlog.testing.capture_logs() as logs:
         run = dag.test()
     assert run.state == "success", run.state
+    from e2e.dag_run_results import task_xcom
+
+    # a .py application's printed result line is its XCom, as under spark-submit
+    assert task_xcom(run, "user_file") == {"rows": 7, "table": "db.events"}
+    assert task_xcom(run, "user_callable") == {"rows": 1000}
     table = load_table(CatalogFactory.create({"warehouse": warehouse}), "db.events")
     kinds = [s.commit_kind for s in table.snapshot_manager().list_snapshots()]
     assert kinds == ["APPEND"] * 6 + ["COMPACT", "APPEND", "APPEND"], kinds
