@@ -87,10 +87,28 @@ def postgres_database(server_url: str, name: str, migrated: bool = True):
 
 
 def airflow_env(home: Path, db_url: str, api_port: int, dags_folder: Path, **overrides: str) -> dict[str, str]:
-    """Environment of every process: this AIRFLOW_HOME and DB, LocalExecutor, simple auth."""
+    """Environment of every process: this AIRFLOW_HOME and DB, LocalExecutor, simple auth.
+
+    The components start together on a DB copied from the migrated template, so nothing
+    runs before them to write ``airflow.cfg``: each would write its own default file
+    with its own random Fernet key, and a trigger one encrypted another could not read
+    (seen: the triggerer died on the scheduler's trigger kwargs). So the home gets its
+    ``airflow.cfg`` here, with one Fernet key and one secret key for every process, and
+    its own log-server ports (two deployments run at once on the two test workers).
+    """
+    import secrets as token_source
+
+    from cryptography.fernet import Fernet
+
     home.mkdir(parents=True, exist_ok=True)
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({USER: PASSWORD}))
+    config = home / "airflow.cfg"
+    if not config.exists():
+        config.write_text(
+            f"[core]\nfernet_key = {Fernet.generate_key().decode()}\n\n"
+            f"[api]\nsecret_key = {token_source.token_hex(16)}\n"
+        )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PAIMON_LINEAGE"))}
     env.update(
         AIRFLOW_HOME=str(home),
@@ -110,6 +128,8 @@ def airflow_env(home: Path, db_url: str, api_port: int, dags_folder: Path, **ove
         AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
         AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="2",
+        AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
+        AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=str(free_port()),
     )
     env.update(overrides)
     return env
