@@ -119,7 +119,9 @@ def test_execute_poke_mode_success_timeout_soft_fail(setup):
     assert result["caught_up"] is True and len(result["sources"]) == 2
 
 
-def test_consumer_mode(tables):
+def test_consumer_mode(tables, fresh_secrets):
+    # fresh_secrets: its messages name a consumer 'other'; a word an earlier test in the
+    # same worker registered as a secret would be masked in them (the registry is global)
     tables.create("db.src")
     tables.create("db.sink")
     tables.append("db.src")
