@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 ACCESS_KEY = "paimon-test-key"
@@ -71,10 +72,10 @@ class LoopbackS3:
 
 
 def start_loopback_s3(timeout: float = 30.0) -> LoopbackS3:
-    """Start ``python -m moto.server`` on a free loopback port and wait until it answers."""
+    """Start moto's S3 server (conditional writes atomic, as on S3) on a free loopback port."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, str(Path(__file__).with_name("moto_atomic_server.py")), "127.0.0.1", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -34,3 +34,33 @@ def test_conditional_put_refuses_an_existing_key(s3_warehouse):
         client.put_object(Bucket=s3_warehouse.bucket, Key="k", Body=b"second", IfNoneMatch="*")
     assert err.value.response["Error"]["Code"] == "PreconditionFailed"
     assert client.get_object(Bucket=s3_warehouse.bucket, Key="k")["Body"].read() == b"first"
+
+
+def test_racing_conditional_puts_have_one_winner(s3_warehouse):
+    """As on S3, the check and the write are one step: of 8 racing creators one wins.
+
+    moto alone checks, then stores, with requests on parallel threads (two winners were
+    seen); the tests' server serializes conditional writes (tests/moto_atomic_server.py).
+    """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [s3_warehouse.server.client() for _ in range(8)]
+    for round_ in range(15):
+        barrier = threading.Barrier(len(clients))
+
+        def put(i: int, key: str = f"race-{round_}", barrier: threading.Barrier = barrier) -> str:
+            barrier.wait(timeout=30)
+            try:
+                clients[i].put_object(Bucket=s3_warehouse.bucket, Key=key, Body=str(i).encode(), IfNoneMatch="*")
+            except botocore.exceptions.ClientError as err:
+                return str(err.response["Error"]["Code"])
+            return "won"
+
+        with ThreadPoolExecutor(len(clients)) as pool:
+            outcomes = list(pool.map(put, range(len(clients))))
+        won = [i for i, outcome in enumerate(outcomes) if outcome == "won"]
+        assert len(won) == 1, (round_, outcomes)
+        assert set(outcomes) <= {"won", "PreconditionFailed", "ConditionalRequestConflict"}, outcomes
+        body = clients[0].get_object(Bucket=s3_warehouse.bucket, Key=f"race-{round_}")["Body"].read()
+        assert body == str(won[0]).encode()
