@@ -14,7 +14,7 @@ import os
 import pytest
 import structlog
 from airflow.sdk.exceptions import AirflowFailException
-from conftest import SECRET
+from conftest import SECRET, load_dag_file
 
 from airflow_provider_paimon.operators import AlterTableOperator
 
@@ -161,7 +161,6 @@ with DAG("paimon_schema_e2e", schedule=None, params={"table": "db.events", "bran
 
 
 def test_dag_test_result_reaches_the_next_task(wh, airflow_db, tmp_path, monkeypatch):
-    from conftest import load_dag_file
 
     out = tmp_path / "xcom.json"
     monkeypatch.setenv("PAIMON_SCHEMA_OUT", str(out))

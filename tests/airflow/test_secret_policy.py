@@ -13,7 +13,7 @@ import os
 import stat
 
 import pytest
-from conftest import LOCAL_SPARK, set_connection
+from conftest import LOCAL_SPARK, load_dag_file, set_connection
 
 from airflow_provider_paimon.hooks.spark_job import (
     PaimonSparkJobHook,
@@ -181,7 +181,6 @@ def test_missing_spark_connection_fails_fast_naming_it(airflow_db, wh, no_submit
     submitting anything (no silent fallback to yarn)."""
     from airflow.models import Connection
     from airflow.utils.session import create_session
-    from conftest import load_dag_file
 
     out = tmp_path / "probe.json"
     monkeypatch.setenv("PAIMON_PROBE_OUT", str(out))
