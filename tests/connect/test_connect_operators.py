@@ -123,8 +123,11 @@ def test_compaction_and_user_jobs_through_dag_test(connections, airflow_db, conn
 
     with structlog.testing.capture_logs() as logs:
         run = dag.test()
-    assert run.state == "success", run.state
-    from e2e.dag_run_results import task_xcom
+    from e2e.dag_run_results import task_states, task_xcom
+
+    if run.state != "success":  # name the task and its error (a CI run once failed here alone)
+        errors = [e for e in logs if e.get("log_level") in ("error", "critical") or e.get("exc_info")]
+        pytest.fail(f"run {run.state}: {task_states(run)}; errors: {errors[-5:]!r}"[-6000:])
 
     # a .py application's printed result line is its XCom, as under spark-submit
     assert task_xcom(run, "user_file") == {"rows": 7, "table": "db.events"}
