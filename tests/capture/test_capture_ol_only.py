@@ -14,13 +14,12 @@ import os
 import pytest
 from olspec import LineageReceiver, validate_event
 from pypaimon import CatalogFactory
+from support.lineage_capture import append, configured, make_tables, wait_until
 
 from airflow_provider_paimon.paimon.commit_properties import airflow_env
 from airflow_provider_paimon.spark.lineage.capture import enable_from_conf
 from airflow_provider_paimon.spark.lineage.recorder import RunSequenceRecorder
 from airflow_provider_paimon.spark.registration import register_data_source
-
-from .test_capture_spark import append, configured, make_tables, wait_until
 
 pytestmark = pytest.mark.spark
 

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 
-import pyarrow as pa
 import pytest
 from olspec import LineageReceiver, validate_event
-from pypaimon import CatalogFactory, Schema
+from pypaimon import CatalogFactory
+from support.lineage_capture import (
+    append,
+    configured,
+    make_tables,
+    snapshot_identity,
+    wait_until,
+)
 
 from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.spark import commit_events
@@ -23,54 +28,6 @@ from airflow_provider_paimon.spark.lineage.guard import PRECOMMIT_ENV
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-
-
-@contextlib.contextmanager
-def configured(spark, conf):
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
-
-
-def make_tables(warehouse, *names):
-    catalog = CatalogFactory.create({"warehouse": warehouse})
-    catalog.create_database("db", True)
-    for name in names:
-        catalog.create_table(name, Schema.from_pyarrow_schema(SCHEMA), False)
-    return catalog
-
-
-def append(catalog, name, rows):
-    table = catalog.get_table(name)
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": list(rows), "v": ["x"] * len(rows)}, schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
-
-
-def snapshot_identity(catalog, name, snapshot_id, branch=None):
-    """The (commit user, identifier, time) of a snapshot, read with plain pypaimon."""
-    from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
-
-    table = catalog.get_table(name if branch is None else f"{name}$branch_{branch}")
-    snap = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
-    return SnapshotIdentity(snap.commit_user, snap.commit_identifier, snap.time_millis)
-
-
-def wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 def test_batch_job_lineage_and_openlineage(spark, warehouse, tmp_path):

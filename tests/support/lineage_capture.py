@@ -1,0 +1,62 @@
+"""Helpers of the lineage-capture tests: session conf for one test, tables, waiting.
+
+Used by ``tests/capture`` and by the primary-key lineage test; kept out of the test
+modules so importing them does not collect those modules' tests twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+@contextlib.contextmanager
+def configured(spark, conf):
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+
+
+def make_tables(warehouse, *names):
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.create_database("db", True)
+    for name in names:
+        catalog.create_table(name, Schema.from_pyarrow_schema(SCHEMA), False)
+    return catalog
+
+
+def append(catalog, name, rows):
+    table = catalog.get_table(name)
+    builder = table.new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.table({"id": list(rows), "v": ["x"] * len(rows)}, schema=SCHEMA))
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
+def snapshot_identity(catalog, name, snapshot_id, branch=None):
+    """The (commit user, identifier, time) of a snapshot, read with plain pypaimon."""
+    from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
+
+    table = catalog.get_table(name if branch is None else f"{name}$branch_{branch}")
+    snap = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
+    return SnapshotIdentity(snap.commit_user, snap.commit_identifier, snap.time_millis)
+
+
+def wait_until(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
