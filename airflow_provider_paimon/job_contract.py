@@ -16,8 +16,10 @@ package, nor Airflow, nor pyspark.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "LINEAGE_URL_ENV",
     "RESULT_FILE_ENV",
     "RESULT_PREFIX",
+    "JobAnswer",
     "JobLine",
     "parse_result",
     "read_job_line",
@@ -95,3 +98,44 @@ def parse_result(output: str | Iterable[str]) -> Any:
         if read is not None and read.kind == "result" and read.readable:
             found = read.value
     return found
+
+
+class JobAnswer:
+    """A job's answer as a hook collects it, the same for every way a job runs.
+
+    ``take_line`` reads each output line (the last result and the last error win);
+    ``take_file`` then reads ``$PAIMON_RESULT_FILE``, which wins over the lines: a long
+    stdout line can be cut or run into by another process, the file cannot.
+    """
+
+    def __init__(self) -> None:
+        self.result: Any = None
+        self.error: str | None = None
+
+    def take_line(self, line: str) -> bool:
+        """Read one output line; False only for a result line whose JSON does not decode."""
+        read = read_job_line(line)
+        if read is None:
+            return True
+        if read.kind == "error":
+            self.error = read.value
+        elif read.readable:
+            self.result = read.value
+        else:
+            return False
+        return True
+
+    def take_file(self, path: Path, log: Any = None) -> None:
+        """The record the job wrote to ``path``; a missing file (the job died before
+        reporting) leaves what the lines said."""
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as err:
+            (log or logging.getLogger(__name__)).warning("unreadable job result file %s: %s", path, err)
+            return
+        if isinstance(record.get("result"), dict):
+            self.result = record["result"]
+        if isinstance(record.get("error"), str):
+            self.error = record["error"]

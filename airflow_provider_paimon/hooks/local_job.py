@@ -32,10 +32,9 @@ from airflow_provider_paimon.hooks.spark_job import (
     PaimonJobError,
     PaimonJobInputError,
     job_environment,
-    read_job_record,
     register_secrets,
 )
-from airflow_provider_paimon.job_contract import RESULT_FILE_ENV, RESULT_PREFIX, read_job_line
+from airflow_provider_paimon.job_contract import RESULT_FILE_ENV, RESULT_PREFIX, JobAnswer
 from airflow_provider_paimon.paimon.secrets import scrub
 from airflow_provider_paimon.spark.jobs.launcher import FAMILIES
 
@@ -80,8 +79,7 @@ class PaimonLocalJobHook(BaseHook):
         register_secrets(self._secret_options)
         register_secrets(self._secret_env)
         self._process: subprocess.Popen[str] | None = None
-        self.result: dict[str, Any] | None = None
-        self.job_error: str | None = None
+        self.answer = JobAnswer()
 
     def command(self) -> list[str]:
         """The child's command line, as it will be run (no secret is on it)."""
@@ -92,8 +90,7 @@ class PaimonLocalJobHook(BaseHook):
 
     def run(self) -> dict[str, Any]:
         """Run the job, stream its output to the task log, return its ``PAIMON_RESULT``."""
-        self.result = None
-        self.job_error = None
+        self.answer = JobAnswer()
         with tempfile.TemporaryDirectory(prefix="paimon-job-") as tmp:
             result_file = Path(tmp) / "result.json"
             env = {**self.job_environment(), RESULT_FILE_ENV: str(result_file)}
@@ -105,33 +102,23 @@ class PaimonLocalJobHook(BaseHook):
             )
             assert self._process.stdout is not None
             for line in self._process.stdout:
-                self._capture_line(line)
+                self.capture_line(line)
                 self.log.info("%s", line.rstrip())
             exit_code = self._process.wait()
-            result, error = read_job_record(result_file, self.log)
-            if result is not None:
-                self.result = result
-            if error is not None:
-                self.job_error = error
+            self.answer.take_file(result_file, self.log)
         if exit_code != 0:
-            detail = scrub(self.job_error or "no PAIMON_ERROR line (see the output above)")
+            detail = scrub(self.answer.error or "no PAIMON_ERROR line (see the output above)")
             error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
             raise error_class(f"Paimon {self.family} job failed (exit {exit_code}): {detail}",
                               exit_code, self.family)
-        if self.result is None:
+        if self.answer.result is None:
             raise PaimonJobError(f"Paimon {self.family} job finished without a "
                                  f"{RESULT_PREFIX.strip()} line", 0, self.family)
-        return self.result
+        return self.answer.result
 
-    def _capture_line(self, raw: str) -> None:
-        read = read_job_line(raw)
-        if read is None:
-            return
-        if read.kind == "error":
-            self.job_error = read.value
-        elif read.readable:
-            self.result = read.value
-        else:
+    def capture_line(self, raw: str) -> None:
+        """Record a ``PAIMON_RESULT`` / ``PAIMON_ERROR`` line (the last of each wins)."""
+        if not self.answer.take_line(raw):
             self.log.warning("unreadable %s line", RESULT_PREFIX.strip())
 
     def on_kill(self) -> None:

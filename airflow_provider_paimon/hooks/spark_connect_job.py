@@ -43,10 +43,9 @@ from airflow_provider_paimon.hooks.spark_job import (
     PaimonJobError,
     PaimonJobInputError,
     job_environment,
-    read_job_record,
     register_secrets,
 )
-from airflow_provider_paimon.job_contract import read_job_line
+from airflow_provider_paimon.job_contract import JobAnswer
 from airflow_provider_paimon.paimon.secrets import register_secret, scrub
 
 #: Airflow's own connection type for Spark Connect (apache-airflow-providers-apache-spark)
@@ -94,19 +93,18 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
 
 
 class _JobLines(io.TextIOBase):
-    """Stdout for a user's application: passes everything on and keeps its last
-    ``PAIMON_RESULT`` / ``PAIMON_ERROR`` line, as the spark-submit hook reads them from
-    the driver's output (under spark-submit the application's print is the contract)."""
+    """Stdout for a user's application: passes everything on and reads each whole line
+    into ``answer``, as the spark-submit hook reads the driver's output (under
+    spark-submit the application's print is the contract)."""
 
     #: a line longer than this is passed on but not kept (no result line is that long)
     MAX_LINE = 1 << 20
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, answer: JobAnswer) -> None:
         super().__init__()
         self._out = out
         self._partial = ""
-        self.result: Any = None
-        self.error: str | None = None
+        self.answer = answer
 
     def writable(self) -> bool:
         return True
@@ -118,7 +116,7 @@ class _JobLines(io.TextIOBase):
         if len(self._partial) > self.MAX_LINE:
             self._partial = ""
         for line in lines:
-            self._take(line)
+            self.answer.take_line(line)
         return len(text)
 
     def flush(self) -> None:
@@ -127,17 +125,8 @@ class _JobLines(io.TextIOBase):
     def finish(self) -> None:
         """Read a last line printed without its newline."""
         if self._partial:
-            self._take(self._partial)
+            self.answer.take_line(self._partial)
             self._partial = ""
-
-    def _take(self, line: str) -> None:
-        read = read_job_line(line)
-        if read is None:
-            return
-        if read.kind == "error":
-            self.error = read.value
-        elif read.readable:
-            self.result = read.value
 
 
 class PaimonSparkConnectJobHook(BaseHook):
@@ -180,8 +169,7 @@ class PaimonSparkConnectJobHook(BaseHook):
         register_secrets(self._secret_options)
         register_secrets(self._secret_env)
         register_secrets(self.conf)
-        self.result: dict[str, Any] | None = None
-        self.job_error: str | None = None
+        self.answer = JobAnswer()
 
     def _job_env(self, result_file: Path) -> dict[str, str]:
         full = job_environment(self._context_env, self._secret_options, self._secret_env)
@@ -199,21 +187,22 @@ class PaimonSparkConnectJobHook(BaseHook):
         what = self.application or getattr(self.python_callable, "__name__", None) or self.family
         self.log.info("Running %s on Spark Connect %s (in the Airflow worker, no spark-submit): %s",
                       what, shown, scrub(" ".join(self.job_args)))
+        self.answer = JobAnswer()
         with tempfile.TemporaryDirectory(prefix="paimon-connect-job-") as tmp:
             result_file = Path(tmp) / "result.json"
             with _environment(self._job_env(result_file)), remote_job_session(url, self.conf) as spark:
                 exit_code, value = self._run_job(spark)
-            result, error = read_job_record(result_file, self.log)
-        self.result = result if result is not None else value
-        self.job_error = error or self.job_error  # the result file's, else a printed line's
+            if value is not None:
+                self.answer.result = value
+            self.answer.take_file(result_file, self.log)  # the job's record wins
         if exit_code != 0:
-            detail = scrub(self.job_error or "no PAIMON_ERROR (see the log above)")
+            detail = scrub(self.answer.error or "no PAIMON_ERROR (see the log above)")
             error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
             raise error_class(f"Paimon {self.family} job failed on Spark Connect (exit {exit_code}): {detail}",
                               exit_code, self.family)
-        if self.result is None and self.require_result:
+        if self.answer.result is None and self.require_result:
             raise PaimonJobError(f"Paimon {self.family} job finished without a result", 0, self.family)
-        return self.result
+        return self.answer.result
 
     def _run_job(self, spark: Any) -> tuple[int, dict[str, Any] | None]:
         """(exit code, the callable's result): the job's ``sys.exit`` is its exit code."""
@@ -235,7 +224,7 @@ class PaimonSparkConnectJobHook(BaseHook):
 
     def _run_application(self) -> tuple[int, dict[str, Any] | None]:
         """The user's ``.py`` as ``__main__``; its printed result line is its result."""
-        argv, lines = sys.argv, _JobLines(sys.stdout)
+        argv, lines = sys.argv, _JobLines(sys.stdout, self.answer)
         sys.argv = [str(self.application), *self.job_args]
         code = 0
         try:
@@ -246,9 +235,8 @@ class PaimonSparkConnectJobHook(BaseHook):
         finally:
             sys.argv = argv
             lines.finish()
-        if lines.error is not None:
-            self.job_error = lines.error
-        result = lines.result if isinstance(lines.result, dict) or lines.result is None else {"result": lines.result}
+        printed = self.answer.result
+        result = printed if isinstance(printed, dict) or printed is None else {"result": printed}
         return code, result
 
     def on_kill(self) -> None:

@@ -53,7 +53,7 @@ from airflow_provider_paimon.job_contract import (
     CATALOG_OPTIONS_ENV,
     RESULT_FILE_ENV,
     RESULT_PREFIX,
-    read_job_line,
+    JobAnswer,
 )
 from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
 from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
@@ -185,24 +185,6 @@ def job_environment(
     return env
 
 
-def read_job_record(path: Path, log: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """The (result, error) a job wrote to ``$PAIMON_RESULT_FILE``; (None, None) without one.
-
-    A missing file means the job died before reporting: the caller keeps what it took
-    from the output lines.
-    """
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, None
-    except (OSError, ValueError) as err:
-        log.warning("unreadable job result file %s: %s", path, err)
-        return None, None
-    result = record.get("result") if isinstance(record.get("result"), dict) else None
-    error = record.get("error") if isinstance(record.get("error"), str) else None
-    return result, error
-
-
 class PaimonJobError(AirflowException):
     """A Paimon Spark job failed; the message is the job's own ``PAIMON_ERROR`` text."""
 
@@ -285,8 +267,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
             register_secrets(values)
         self.application = application or launcher_path()
         self.require_result = require_result
-        self.result: dict[str, Any] | None = None
-        self.job_error: str | None = None
+        self.answer = JobAnswer()
         super().__init__(
             conf=public_conf,
             conn_id=spark_conn_id,
@@ -342,8 +323,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     def run(self) -> dict[str, Any] | None:
         """Submit, wait, and return the job's result; raise ``PaimonJobError`` on failure."""
-        self.result = None
-        self.job_error = None
+        self.answer = JobAnswer()
         with tempfile.TemporaryDirectory(prefix="paimon-job-") as tmp:
             result_file = Path(tmp) / "result.json"
             env = {**self.job_environment(), RESULT_FILE_ENV: str(result_file)}
@@ -357,13 +337,13 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 failure = err
             finally:
                 self._properties_file = self._user_properties_file
-            self.read_result_file(result_file)
+            self.answer.take_file(result_file, self.log)
         if failure is not None:
             exit_code = getattr(self._submit_sp, "returncode", None)
-            if self.job_error is not None:
+            if self.answer.error is not None:
                 error_class = PaimonJobInputError if exit_code == EXIT_BAD_INPUT else PaimonJobError
                 raise error_class(
-                    f"Paimon {self.family} job failed (exit {exit_code}): {scrub(self.job_error)}",
+                    f"Paimon {self.family} job failed (exit {exit_code}): {scrub(self.answer.error)}",
                     exit_code,
                     self.family,
                 ) from None
@@ -373,22 +353,14 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 exit_code,
                 self.family,
             ) from None
-        if self.result is None and self.require_result:
+        if self.answer.result is None and self.require_result:
             raise PaimonJobError(
                 f"Paimon {self.family} job finished without a {RESULT_PREFIX.strip()} line; "
                 "is the launcher's stdout reaching spark-submit (client deploy mode)?",
                 0,
                 self.family,
             )
-        return self.result
-
-    def read_result_file(self, path: Path) -> None:
-        """Take the result or error from the job's result file (it wins over the lines)."""
-        result, error = read_job_record(path, self.log)
-        if result is not None:
-            self.result = result
-        if error is not None:
-            self.job_error = error
+        return self.answer.result
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         super()._process_spark_submit_log(self._capture_job_lines(itr))
@@ -401,12 +373,5 @@ class PaimonSparkJobHook(SparkSubmitHook):
 
     def capture_line(self, raw: str) -> None:
         """Record a ``PAIMON_RESULT`` / ``PAIMON_ERROR`` line (the last of each wins)."""
-        read = read_job_line(raw)
-        if read is None:
-            return
-        if read.kind == "error":
-            self.job_error = read.value
-        elif read.readable:
-            self.result = read.value
-        else:
+        if not self.answer.take_line(raw):
             self.log.warning("unreadable %s line: %s", RESULT_PREFIX.strip(), raw.strip())

@@ -227,8 +227,8 @@ def test_result_and_error_lines_are_captured(wh):
     hook.capture_line("26/11/21 INFO noise\n")
     hook.capture_line('PAIMON_RESULT {"main_snapshot_id": 7, "backup": {"kind": "tag", "name": "b"}}\n')
     hook.capture_line("PAIMON_ERROR branch 'x' does not exist\n")
-    assert hook.result == {"main_snapshot_id": 7, "backup": {"kind": "tag", "name": "b"}}
-    assert hook.job_error == "branch 'x' does not exist"
+    assert hook.answer.result == {"main_snapshot_id": 7, "backup": {"kind": "tag", "name": "b"}}
+    assert hook.answer.error == "branch 'x' does not exist"
 
 
 def test_compaction_summary_is_readable():

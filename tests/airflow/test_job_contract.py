@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_paimon import job_contract
-from airflow_provider_paimon.job_contract import JobLine, parse_result, read_job_line
+from airflow_provider_paimon.job_contract import JobAnswer, JobLine, parse_result, read_job_line
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.spark.jobs import common
 
@@ -48,11 +48,10 @@ def _spark_hook():
 
 
 def _feed(hook, lines):
-    capture = getattr(hook, "capture_line", None) or hook._capture_line
-    hook.result = hook.job_error = None
+    hook.answer = JobAnswer()
     for line in lines:
-        capture(line + "\n")
-    return hook.result, hook.job_error
+        hook.capture_line(line + "\n")
+    return hook.answer.result, hook.answer.error
 
 
 def test_a_jobs_result_and_error_read_the_same_by_both_hooks_and_the_parser(capsys):
@@ -103,3 +102,34 @@ def test_the_contracts_names_are_written_only_in_its_module():
         for n, text in enumerate(path.read_text().splitlines(), 1) if quoted.search(text)
     ]
     assert elsewhere == []
+
+
+def test_a_user_applications_printed_lines_read_as_the_hooks_read_them():
+    """The Connect hook's stdout tee feeds the same answer; a last line without newline counts."""
+    import io
+
+    from airflow_provider_paimon.hooks.spark_connect_job import _JobLines
+
+    out = io.StringIO()
+    tee = _JobLines(out, answer := JobAnswer())
+    tee.write('some output\nPAIMON_ERROR first\nPAIMON_RESULT {"n": 1}\nPAIMON_RES')
+    tee.write('ULT {"n": 2}')  # split across writes, no newline
+    assert answer.result == {"n": 1}
+    tee.finish()
+    assert (answer.result, answer.error) == ({"n": 2}, "first")
+    assert out.getvalue().endswith('PAIMON_RESULT {"n": 2}')  # everything passed on
+
+
+def test_the_result_file_wins_over_the_lines_and_a_missing_one_keeps_them(tmp_path, caplog):
+    answer = JobAnswer()
+    answer.take_line('PAIMON_RESULT {"from": "line"}')
+    answer.take_line("PAIMON_ERROR from the line")
+    answer.take_file(tmp_path / "missing.json")
+    assert (answer.result, answer.error) == ({"from": "line"}, "from the line")
+    record = tmp_path / "result.json"
+    record.write_text(json.dumps({"result": {"from": "file"}, "error": "from the file"}))
+    answer.take_file(record)
+    assert (answer.result, answer.error) == ({"from": "file"}, "from the file")
+    record.write_text('{"result": {"cut')
+    answer.take_file(record)  # unreadable: a warning, what was read stands
+    assert answer.result == {"from": "file"} and "unreadable job result file" in caplog.text
