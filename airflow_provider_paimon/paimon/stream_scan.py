@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError, SnapshotNotFoundError
+from .lsm.engines import options_map
 from .option_values import bool_option, int_option
 
 # scan.mode values (Paimon's names). "full" is Paimon's deprecated alias of latest-full.
@@ -49,9 +50,9 @@ SCAN_MODES = (
     "from-snapshot-full",
     "from-timestamp",
     "from-file-creation-time",
+    "compacted-full",
 )
 _UNSUPPORTED_MODES = {
-    "compacted-full": "it starts from the latest full compaction, which is not supported here (use latest-full)",
     "incremental": "it is a batch-only mode (use a batch read with incremental-between)",
     "from-creation-timestamp": "use 'from-timestamp' or 'from-file-creation-time'",
 }
@@ -60,6 +61,7 @@ APPEND = "APPEND"
 COMPACT = "COMPACT"
 OVERWRITE = "OVERWRITE"
 NOT_STARTED = 0  # next_snapshot of the initial offset: "resolve the start on first use"
+BATCH_IDENTIFIER = (1 << 63) - 1  # a batch commit's identifier (Java's Long.MAX_VALUE)
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ def parse_stream_scan_config(options: Mapping[str, str]) -> StreamScanConfig:
     }
     if mode in needs and needs[mode][1] is None:
         raise InvalidArgumentError(f"scan.mode {mode!r} needs option {needs[mode][0]!r}")
-    if mode in ("latest-full", "latest") and given:
+    if mode in ("latest-full", "latest", "compacted-full") and given:
         raise InvalidArgumentError(
             f"scan.mode {mode!r} takes no start point, but {', '.join(given)} was given; "
             "drop it or use the matching from-* mode"
@@ -344,7 +346,33 @@ class StreamPlanner:
             return StreamOffset(next_snapshot=sid + 1, full_snapshot=sid)
         if mode == "from-timestamp":
             return StreamOffset(next_snapshot=self._first_at_or_after(cfg.timestamp_millis, latest))
+        if mode == "compacted-full":
+            if latest is None:
+                return StreamOffset(next_snapshot=1)  # as latest-full on an empty table
+            start = self.latest_full_compaction(latest) or latest
+            return StreamOffset(next_snapshot=start + 1, full_snapshot=start)
         raise InvalidArgumentError(f"scan.mode {mode!r} is not supported")  # pragma: no cover
+
+    def latest_full_compaction(self, latest: int) -> int | None:
+        """The newest snapshot ``compacted-full`` starts from; None when there is none.
+
+        Paimon's rule (``CompactedStartingScanner`` / ``FullCompactedStartingScanner``):
+        the newest COMPACT snapshot; with ``full-compaction.delta-commits`` = d, only one
+        whose commit identifier is a multiple of d or a batch commit's (a streaming
+        writer's full compactions fall on those). The caller starts from the latest
+        snapshot when there is none, as Paimon does. Walks back from the latest snapshot,
+        as Paimon's does, stopping at the first match.
+        """
+        every = int_option(options_map(self.table), "full-compaction.delta-commits", 1)
+        earliest = self.earliest_id() or 1
+        for snapshot_id in range(latest, earliest - 1, -1):
+            snap = self.snapshots.get_snapshot_by_id(snapshot_id)
+            if snap is None or snap.commit_kind != COMPACT:
+                continue
+            identifier = int(snap.commit_identifier)
+            if every is None or identifier % every == 0 or identifier == BATCH_IDENTIFIER:
+                return snapshot_id
+        return None
 
     def _check_start_id(self, snapshot_id: int | None, latest: int | None) -> int:
         assert snapshot_id is not None

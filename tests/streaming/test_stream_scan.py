@@ -48,7 +48,8 @@ def test_config_resolves_default_and_rejects_bad_options():
     assert parse_stream_scan_config({"scan.mode": "full"}).mode == "latest-full"
     for bad, message in [
         ({"scan.mode": "sideways"}, "unknown"),
-        ({"scan.mode": "compacted-full"}, "not supported"),
+        ({"scan.mode": "incremental"}, "not supported"),
+        ({"scan.mode": "compacted-full", "scan.snapshot-id": "2"}, "takes no start point"),
         ({"scan.mode": "from-snapshot"}, "needs option 'scan.snapshot-id'"),
         ({"scan.mode": "latest", "scan.snapshot-id": "2"}, "takes no start point"),
         ({"scan.snapshot-id": "2", "scan.timestamp-millis": "1"}, "conflict"),
@@ -90,6 +91,51 @@ def test_start_modes(history):
     assert _planner(history).resolve_start(consumer_next=6) == StreamOffset(6)
     with pytest.raises(SnapshotNotFoundError, match="beyond the latest"):
         _planner(history, **{"scan.snapshot-id": "9"}).resolve_start()
+
+
+def test_compacted_full_starts_from_the_newest_compaction_as_paimon_does(history, tmp_path):
+    p = _planner(history, **{"scan.mode": "compacted-full"})
+    assert p.resolve_start() == StreamOffset(next_snapshot=6, full_snapshot=5)  # s5 COMPACT, in full
+    end = StreamOffset(next_snapshot=7, full_snapshot=5, start_snapshot=6)
+    assert _read(p, StreamOffset(0), end) == list(range(1, 11))  # then s6's rows
+    # a batch compaction (identifier Long.MAX_VALUE) counts whatever the delta-commits
+    every_two = history.copy({"full-compaction.delta-commits": "2"})
+    assert _planner(every_two, **{"scan.mode": "compacted-full"}).resolve_start().full_snapshot == 5
+    # no COMPACT snapshot: the latest, read in full; an empty table: its first snapshot
+    plain = make_table(str(tmp_path))
+    assert _planner(plain, **{"scan.mode": "compacted-full"}).resolve_start() == StreamOffset(1)
+    append(plain, [1])
+    append(plain, [2])
+    assert _planner(reload(str(tmp_path)), **{"scan.mode": "compacted-full"}).resolve_start() == \
+        StreamOffset(next_snapshot=3, full_snapshot=2)
+
+
+def test_compacted_full_with_delta_commits_takes_only_full_compaction_identifiers(history):
+    """Paimon's FullCompactedStartingScanner: a COMPACT whose identifier is a multiple of
+    ``full-compaction.delta-commits`` (a streaming writer's full compactions), or a batch one."""
+    from types import SimpleNamespace
+
+    kinds = {1: ("APPEND", 1), 2: ("COMPACT", 3), 3: ("APPEND", 4), 4: ("COMPACT", 4), 5: ("COMPACT", 5)}
+
+    class Snapshots:
+        def get_snapshot_by_id(self, sid):
+            kind, identifier = kinds[sid]
+            return SimpleNamespace(id=sid, commit_kind=kind, commit_identifier=identifier)
+
+        def get_latest_snapshot(self):
+            return self.get_snapshot_by_id(5)
+
+        def try_get_earliest_snapshot(self):
+            return self.get_snapshot_by_id(1)
+
+    for every, picked in (("3", 2), ("2", 4), ("7", None)):
+        planner = _planner(history.copy({"full-compaction.delta-commits": every}), **{"scan.mode": "compacted-full"})
+        planner.snapshots = Snapshots()
+        assert planner.latest_full_compaction(5) == picked, every
+    planner = _planner(history, **{"scan.mode": "compacted-full"})
+    planner.snapshots = Snapshots()
+    assert planner.latest_full_compaction(5) == 5  # without the option: the newest COMPACT
+    assert planner.resolve_start() == StreamOffset(next_snapshot=6, full_snapshot=5)
 
 
 def test_file_creation_time_filters_the_full_read(history):
