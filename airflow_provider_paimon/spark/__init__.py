@@ -23,7 +23,7 @@ def register(spark: Any) -> None:
     conf is then recorded by the source at commit (``lineage.connect_capture``).
     """
     from .registration import register_data_source
-    from .session import ship_package
+    from .session_info import ship_package
 
     ship_package(spark)  # Connect only: the workers import the client's package
 

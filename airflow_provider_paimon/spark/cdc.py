@@ -185,7 +185,7 @@ def _rowkind_column(paimon_table: Any, table: str) -> str:
 def _write(df: Any, opts: Any) -> Any:
     """One commit of ``df`` through the data source's write tasks and commit."""
     from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session import app_id
+    from airflow_provider_paimon.spark.session_info import app_id
 
     from .datasource.task_write import run_write_tasks
     from .datasource.write_setup import plan_write

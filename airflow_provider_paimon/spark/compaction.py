@@ -54,7 +54,12 @@ class SparkBinRewriter:
         """
         if not items:
             return []
-        from .session import classic_context, default_parallelism, is_connect, set_job_description
+        from .session_info import (
+            classic_context,
+            default_parallelism,
+            is_connect,
+            set_job_description,
+        )
 
         order = sorted(range(len(items)), key=lambda i: -sizes[i])
         tasks = min(len(items), self.max_tasks or max(1, default_parallelism(self.spark) * 2))

@@ -50,9 +50,9 @@ def register_data_source(spark: Any) -> None:
     capture when it re-registers the source.
     """
     from .datasource.source import PaimonDataSource  # pyspark: loaded when a session registers
-    from .lineage.connect_capture import lineage_defaults
+    from .lineage.connect_state import lineage_defaults
     from .lineage.direct import session_info
-    from .session import app_id, is_connect
+    from .session_info import app_id, is_connect
 
     raw = session_entries(spark)
     lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
@@ -81,7 +81,7 @@ def register_data_source(spark: Any) -> None:
 
 def _log_published(spark: Any, raw: Mapping[str, str]) -> None:
     """One INFO line per redirected table whenever the session's redirects change."""
-    from .session import session_key
+    from .session_info import session_key
 
     value = json.dumps(dict(raw), sort_keys=True)
     with _published_lock:

@@ -217,15 +217,6 @@ KNOWN_CYCLES: list[list[str]] = [
     ["paimon.compaction.runner", "paimon.lsm.compact"],
     ["paimon.fileops", "paimon.object_dirs"],
     ["paimon.lsm.changelog", "paimon.lsm.input_changelog", "paimon.lsm.rewrite"],
-    # came with Spark Connect (merged after registration.py broke the 7-module one):
-    # session.py both reads a session (spark_conf, session_key, worker_environment, which
-    # redirect and registration use) and builds one (calling spark.register); and
-    # redirect reads lineage.connect_capture, which re-registers the source
-    ["spark", "spark.branch.redirect", "spark.datasource.reader", "spark.datasource.source",
-     "spark.datasource.streaming_reader", "spark.datasource.streaming_writer", "spark.datasource.write_setup",
-     "spark.datasource.writer", "spark.lineage.capture", "spark.lineage.connect_capture",
-     "spark.lineage.direct", "spark.lineage.plan_sources", "spark.lineage.worker_routing",
-     "spark.registration", "spark.session"],
 ]
 
 

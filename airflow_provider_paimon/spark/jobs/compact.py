@@ -168,7 +168,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     units = SparkUnitRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
                               max_tasks=args.max_tasks) if primary_keys else None
     from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session import app_id
+    from airflow_provider_paimon.spark.session_info import app_id
 
     result = compact(
         table, options, rewriter=rewriter, partition_filter=partition_filter,

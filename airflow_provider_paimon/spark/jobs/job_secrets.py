@@ -66,7 +66,7 @@ def _driver_conf(env: Mapping[str, str]) -> dict[str, str]:
         return {}
     active = SparkSession.getActiveSession()
     if active is not None:
-        from ..session import spark_conf
+        from ..session_info import spark_conf
 
         return spark_conf(active)
     if not env.get("PYSPARK_GATEWAY_PORT"):

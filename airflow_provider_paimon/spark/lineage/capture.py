@@ -114,13 +114,13 @@ _captures_lock = threading.Lock()
 
 def _spark_conf(spark: Any) -> dict[str, str]:
     """SparkConf plus runtime SQL conf (``spark.conf.set`` wins)."""
-    from ..session import spark_conf
+    from ..session_info import spark_conf
 
     return spark_conf(spark)
 
 
 def _session_key(spark: Any) -> Hashable:
-    from ..session import session_key
+    from ..session_info import session_key
 
     return session_key(spark)
 
@@ -134,7 +134,7 @@ def enable_lineage_capture(spark: Any, *, force: bool = True) -> LineageCapture 
     context manager; ``close`` flushes), or None when not enabled. On a Spark Connect
     session the ``paimon`` source records at commit instead (``connect_capture``).
     """
-    from ..session import app_name, is_connect
+    from ..session_info import app_name, is_connect
 
     key = _session_key(spark)
     if is_connect(spark):
@@ -211,7 +211,7 @@ class LineageCapture:
         # The Airflow run and Spark application behind this job's commits, as their
         # snapshots' properties name them: kept with each barrier and on the events.
         from airflow_provider_paimon.paimon.commit_properties import commit_properties
-        from airflow_provider_paimon.spark.session import app_id
+        from airflow_provider_paimon.spark.session_info import app_id
 
         self.run_properties = commit_properties(spark_app_id=app_id(spark))
         self.ol = CaptureOpenLineage(self.conf, config.job, spark, self.run_properties)

@@ -20,17 +20,18 @@ server's host and delivered by the next commit, as with ``buffer``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import threading
-from collections.abc import Hashable
 from typing import Any
 
+from ..registration import register_data_source
+from . import connect_state
 from .config import FAIL, CaptureConfig
+from .connect_state import active, lineage_defaults
+
+__all__ = ["ConnectCapture", "active", "enable", "lineage_defaults"]
 
 log = logging.getLogger(__name__)
-
-_captures: dict[Hashable, ConnectCapture] = {}
-_lock = threading.Lock()
 
 
 class ConnectCapture:
@@ -58,20 +59,12 @@ class ConnectCapture:
 
     def close(self) -> None:
         """Stop recording on this session (the source is registered again without it)."""
-        from ..session import session_key
-
         if self.closed:
             return
         self.closed = True
-        with _lock:
-            if _captures.get(session_key(self.spark)) is self:
-                _captures.pop(session_key(self.spark), None)
-        try:
-            from ..registration import register_data_source
-
+        connect_state.remove(self.spark, self)
+        with contextlib.suppress(Exception):  # the session may be stopped already
             register_data_source(self.spark)
-        except Exception:  # noqa: BLE001 - the session may be stopped already
-            pass
 
     def __enter__(self) -> ConnectCapture:
         return self
@@ -82,16 +75,9 @@ class ConnectCapture:
 
 def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCapture:
     """Capture on Connect session ``spark``; idempotent (the running capture is returned)."""
-    from ..registration import register_data_source
-    from ..session import session_key
-
-    key = session_key(spark)
-    with _lock:
-        existing = _captures.get(key)
-        if existing is not None and not existing.closed:
-            return existing
-        capture = ConnectCapture(spark, config)
-        _captures[key] = capture
+    capture, new = connect_state.get_or_add(spark, lambda: ConnectCapture(spark, config))
+    if not new:
+        return capture
     if not config.store:
         log.warning(
             "lineage capture: this Spark Connect session only asks for OpenLineage events, "
@@ -109,14 +95,3 @@ def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCa
     return capture
 
 
-def active(spark: Any) -> ConnectCapture | None:
-    from ..session import session_key
-
-    capture = _captures.get(session_key(spark))
-    return None if capture is None or capture.closed or not capture.config.store else capture
-
-
-def lineage_defaults(spark: Any) -> dict[str, str]:
-    """The options the session's ``paimon`` source records lineage with ({} without capture)."""
-    capture = active(spark)
-    return capture.options() if capture is not None else {}

@@ -273,7 +273,7 @@ def session_info(spark: Any) -> dict[str, str]:
         except Exception:  # noqa: BLE001 - a stopped session: defaults
             return ""
 
-    from ..session import app_name
+    from ..session_info import app_name
 
     info = {"app_name": app_name(spark), "job": conf(KEY_JOB).strip(),
             "spool_dir": conf(KEY_SPOOL_DIR).strip()}

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from .. import commit_events
-from ..session import classic_context
+from ..session_info import classic_context
 from .config import CaptureConfig
 from .direct import SESSION_ENV, session_descriptor
 from .guard import PRECOMMIT_ENV, remove_check_file, write_check_file

@@ -77,7 +77,7 @@ class ForeachBatchWriter:
         import os
 
         from ..connect_carry import carried
-        from ..session import CONNECT_MODE_ENV
+        from ..session_info import CONNECT_MODE_ENV
 
         if not os.environ.get(CONNECT_MODE_ENV):
             return super().__reduce_ex__(protocol)
@@ -85,7 +85,7 @@ class ForeachBatchWriter:
 
     def __call__(self, df: Any, batch_id: int) -> None:
         from airflow_provider_paimon.paimon.commit_properties import commit_properties
-        from airflow_provider_paimon.spark.session import app_id
+        from airflow_provider_paimon.spark.session_info import app_id
 
         from ..datasource.streaming_writer import create_stream_writer, last_committed_snapshot
 

@@ -63,7 +63,7 @@ from ..datasource.types import table_arrow_schema
 from ..datasource.writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
 from ..lineage import guard as lineage_guard
 from ..options import PaimonOptions, parse_options
-from ..session import session_conf
+from ..session_info import session_conf
 from .footers import Footer, footer_file_meta, read_footer
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def write_table(
     overwrite = _overwrite(mode)
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
     from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session import app_id
+    from airflow_provider_paimon.spark.session_info import app_id
 
     from ..datasource.write_setup import plan_write
 
@@ -459,7 +459,7 @@ def routed_events(spark: Any) -> Iterator[None]:
     same variables are set here for the duration of the commit. (A Connect session has
     no such environment to read: nothing is routed, its capture records in the commit.)
     """
-    from ..session import worker_environment
+    from ..session_info import worker_environment
 
     env = worker_environment(spark)
     added = []
