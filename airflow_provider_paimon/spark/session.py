@@ -90,6 +90,12 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Itera
     are restored afterwards. ``conf`` entries the server refuses to change per session
     (static ones: memory, cores...) are skipped with a warning naming them: a Connect
     server's resources are its own. The URL is never logged (it may hold a token).
+
+    A process that also holds a classic session (``dag.test()`` of a DAG with classic and
+    Connect tasks) would make the job's ``getOrCreate()`` fail with pyspark's
+    ``SESSION_ALREADY_EXIST``: pyspark's builder takes the Connect path only while no
+    classic SparkContext is registered. That registration is set aside for the block
+    and put back after it (the classic session itself keeps running).
     """
     import logging
 
@@ -117,7 +123,8 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Itera
         os.environ["SPARK_REMOTE"] = url
         local.session = session
         try:
-            yield session
+            with _classic_set_aside():
+                yield session
         finally:
             local.session = previous_active
             if previous_remote is None:
@@ -128,6 +135,26 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Itera
                 session.stop()
             except Exception as err:  # noqa: BLE001 - the job's outcome stands
                 log.warning("Spark Connect: stopping the job's session failed: %s", type(err).__name__)
+
+
+@contextmanager
+def _classic_set_aside() -> Iterator[None]:
+    """Hide this process's classic session from pyspark's builder for a block."""
+    from pyspark.core.context import SparkContext
+    from pyspark.sql import SparkSession
+
+    with SparkContext._lock:
+        context, instantiated = SparkContext._active_spark_context, SparkSession._instantiatedSession
+        SparkContext._active_spark_context = None
+        SparkSession._instantiatedSession = None
+    try:
+        yield
+    finally:
+        with SparkContext._lock:
+            if SparkContext._active_spark_context is None:
+                SparkContext._active_spark_context = context
+            if SparkSession._instantiatedSession is None:
+                SparkSession._instantiatedSession = instantiated
 
 
 def local_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> Any:

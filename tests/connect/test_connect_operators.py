@@ -100,8 +100,13 @@ def _load_dag(name: str, source: str):
     return module.dag
 
 
-def test_compaction_and_user_jobs_through_dag_test(connections, airflow_db, connect_spark, tmp_path, caplog,
-                                                    monkeypatch):
+def test_compaction_and_user_jobs_through_dag_test(spark, connections, airflow_db, connect_spark, tmp_path,
+                                                    caplog, monkeypatch):
+    """``spark``: a classic session lives in this process too, as in a ``dag.test()`` of a DAG
+    with classic and Connect tasks; the user's file's ``getOrCreate()`` must still get the
+    task's Connect session (pyspark refused with SESSION_ALREADY_EXIST; a full CI run
+    failed here while the test passed alone)."""
+    assert spark is not None
     warehouse = connections
     _small_files(warehouse)
     before = pypaimon_rows(warehouse, "db.events")
