@@ -55,6 +55,42 @@ def test_capture_records_table_and_data_lineage_in_the_store(connect_spark, ware
     assert source_rows == [("src", 1)]
 
 
+def test_streaming_micro_batches_record_their_source_and_sink_snapshots(connect_spark, warehouse, captured,
+                                                                         tmp_path):
+    """A stream on Connect: each micro-batch's commit is a barrier (its batch id) whose
+    source is the snapshot the batch read up to, with both snapshots' identities."""
+    from pypaimon import CatalogFactory
+
+    from airflow_provider_paimon.paimon.snapshot_identity import table_identity
+
+    write(events(connect_spark, 0, 10), warehouse, "db.s_src", **{"create-table": "true"})  # s_src@1
+    write(events(connect_spark, 0, 0), warehouse, "db.s_dst", **{"create-table": "true"})
+
+    def run_stream() -> None:
+        query = (
+            connect_spark.readStream.format("paimon").option("warehouse", warehouse).option("table", "db.s_src")
+            .load().writeStream.format("paimon").option("warehouse", warehouse).option("table", "db.s_dst")
+            .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
+        )
+        query.awaitTermination(240)
+        assert query.exception() is None
+
+    run_stream()  # batch 0: s_src@1 in full
+    write(events(connect_spark, 10, 15), warehouse, "db.s_src")  # s_src@2
+    run_stream()  # batch 1: s_src@2
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    with LineageStore.from_url(captured) as store:
+        sinks = [(r.table, r.barrier_id, r.snapshot_id) for r in store.sink_data_lineages(job="etl.connect")
+                 if r.table == "s_dst"]
+        sources = {r.barrier_id: r for r in store.source_data_lineages(job="etl.connect") if r.table == "s_src"}
+    dst_ids = snapshot_ids(warehouse, "db.s_dst")
+    assert [(t, s) for t, _b, s in sinks] == [("s_dst", dst_ids[-2]), ("s_dst", dst_ids[-1])], sinks
+    assert [sources[b].snapshot_id for _t, b, _s in sinks] == [1, 2]
+    for _t, barrier, _s in sinks:
+        row = sources[barrier]
+        assert row.identity == table_identity(catalog.get_table("db.s_src"), row.snapshot_id), row
+
+
 def test_native_write_table_is_captured_too(connect_spark, warehouse, captured):
     from airflow_provider_paimon.spark import read_table, write_table
 

@@ -5,7 +5,7 @@ with the lineage capture on (one capture per job name, as the jobs' own submits 
 record them): ingest batch 1, clean (streaming), mart; then a buggy batch 2 and batch
 3, clean, mart. So the store says which snapshots read the bad ``ods.raw`` snapshot 2.
 Then ``dags/cascade_correction.py`` runs with ``dag.test()`` against real local Spark
-(its jobs, audits and the publish are spark-submits). Its first run fails at the mart's
+(its jobs and audits run on the suite's Spark Connect server, the publish in the worker). Its first run fails at the mart's
 job (a failure injected once, after the raw and clean jobs wrote their branches): main
 must be untouched; then the failed run is rerun the way Airflow's "Clear" (only failed) does (the
 succeeded tasks keep their state and XCom, the failed one and everything after it run
@@ -17,6 +17,7 @@ read back with plain pypaimon.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 
 import pytest
@@ -84,8 +85,10 @@ def run_original_pipeline(spark, chain, warehouse: str, url: str, tmp_path) -> N
 
 
 def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
-    spark, airflow_db, tmp_path, monkeypatch
+    spark, connect_server, airflow_db, tmp_path, monkeypatch
 ):
+    from urllib.parse import urlparse
+
     from airflow_provider_paimon.lineage import LineageStore
     from airflow_provider_paimon.lineage.queries import upstream
     from airflow_provider_paimon.spark import register
@@ -106,6 +109,11 @@ def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
         "snapshot_id": 2, "correction": "fix", "reingest_batches": "2,3", "warehouse": warehouse,
         "lineage_url": url, "checkpoint_root": str(tmp_path / "checkpoints"),
     }
+    # the DAG's Spark jobs and audits run on the suite's Spark Connect server (the
+    # operators' spark_connect path; the correction DAG's tests run them as spark-submits)
+    server = urlparse(connect_server.url.replace("sc://", "http://"))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(
+        {"conn_type": "spark_connect", "host": server.hostname, "port": server.port, "login": "cascade-e2e"}))
     flag = tmp_path / "fail-mart-once"
     flag.write_text("")
     monkeypatch.setenv(chain.FAIL_ONCE_ENV, f"mart:{flag}")

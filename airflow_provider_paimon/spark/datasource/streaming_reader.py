@@ -56,6 +56,7 @@ from airflow_provider_paimon.paimon.stream_scan import (
 
 from .. import commit_events
 from ..connect_carry import CarriedOnConnect
+from ..lineage import direct as lineage_direct
 from ..options import PaimonOptions
 from ..tables import open_table
 from .reader import PaimonReader, SplitGroup, pack_splits
@@ -266,6 +267,7 @@ class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTrigg
         begin, finish = self._offset(start), self._offset(end)
         if begin == finish:
             return []
+        self._note_scan(finish)
         planner = self._planner()
         splits = planner.range_splits(begin, finish)
         if not splits:
@@ -277,6 +279,17 @@ class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTrigg
         else:
             groups = pack_splits(splits, self.opts.min_partitions or len(splits))
         return [SplitGroup(i, group, finish.consumed_snapshot) for i, group in enumerate(groups)]
+
+    def _note_scan(self, finish: StreamOffset) -> None:
+        """Option-driven lineage (a Connect session's capture, or lineage options without a
+        capture): this micro-batch read up to ``finish``'s snapshot; the sink's next commit
+        of the job takes it as its source. A replanned batch notes the same snapshot again
+        (the commit keeps one per table). A no-op when a classic capture records."""
+        commit = self._commit_of(finish.lineage_snapshot)
+        identity = {} if commit is None else {
+            "commit_user": commit["commitUser"], "commit_identifier": commit["commitIdentifier"],
+            "commit_time": commit["timeMillis"]}
+        lineage_direct.on_scan(self.opts, finish.lineage_snapshot, identity=identity)
 
     def commit(self, end: dict) -> None:
         """Spark finished every range up to ``end``: save and announce the position."""

@@ -66,6 +66,7 @@ from airflow_provider_paimon.paimon.merging_commit import merging_commit
 
 from .. import commit_events
 from ..connect_carry import CarriedOnConnect
+from ..lineage import direct as lineage_direct
 from ..options import PaimonOptions
 from .writer import PaimonWriter, TaskCommit, WritePlan, task_messages_of
 
@@ -331,6 +332,10 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
         snapshot = find_batch_snapshot(table, self.commit_user, batch_id)
         if snapshot is not None:
             self._publish(snapshot, batch_id, rows, replayed=False)
+            lineage_direct.on_commit(  # option-driven lineage (a Connect session's capture)
+                self.plan.opts, int(snapshot.id), str(snapshot.commit_kind), batch_id=batch_id,
+                run=self.plan.snapshot_properties, identity=commit_events.identity_fields(snapshot),
+            )
             expire_after_commit(table, branch=self.plan.opts.branch, options=self.plan.opts.table_options)
             self._compact_after_commit(table, state, batch_id)
 
