@@ -11,8 +11,13 @@ was reused by Spark for the next query on the same DataFrame. They run with
 ``spark.sql.python.filterPushdown.enabled=true`` so that a reader that starts
 pushing filters again is exercised the way users' sessions would.
 
-``PAIMON_DIFF_CASES`` (default 120) sets the number of generated cases on the
-latest snapshot; the other groups scale with it.
+``PAIMON_DIFF_CASES`` (default 60) sets the number of generated cases on the
+latest snapshot; the other groups scale with it. The cases change every day
+(``PAIMON_DIFF_BASE``, set once per run in tests/conftest.py: the day's number times
+10,000), so daily runs add up to more cases than one run holds; a case is its seed (the
+test id): group ``g`` (0 latest, 1000 fresh, 2000 time travel, 3000 tag and branch,
+4000 primary key, 5000 partition filter) runs seed ``base + g + i``, so
+``PAIMON_DIFF_BASE=<seed - g> PAIMON_DIFF_CASES=1`` runs a failed case again.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from differential import (
     run_case,
 )
 
-N = int(os.environ.get("PAIMON_DIFF_CASES", "120"))
+N = int(os.environ.get("PAIMON_DIFF_CASES", "60"))
+BASE = int(os.environ.get("PAIMON_DIFF_BASE", "0"))
 TABLE = "diff.t"
 PK_TABLE = "diff.pk"
 COMMIT_ROWS = 150
@@ -127,27 +133,27 @@ def _check(case, spark, ours, reference) -> None:
     assert got == want, case.describe()
 
 
-@pytest.mark.parametrize("seed", range(N))
+@pytest.mark.parametrize("seed", range(BASE, BASE + N))
 def test_latest_snapshot_one_dataframe_for_all_queries(spark, world, seed):
     case = make_case(seed, world["rows"], COLUMNS)
     _check(case, spark, world["latest"], world["latest_reference"])
 
 
-@pytest.mark.parametrize("seed", range(1000, 1000 + max(9, N // 6)))
+@pytest.mark.parametrize("seed", range(BASE + 1000, BASE + 1000 + max(9, N // 6)))
 def test_fresh_dataframe_per_query(spark, world, seed):
     case = make_case(seed, world["rows"], COLUMNS)
     _check(case, spark, world["paimon"](), world["reference"](*world["parquet"]))
 
 
 @pytest.mark.parametrize("snapshot", [1, 2, 3])
-@pytest.mark.parametrize("seed", range(2000, 2000 + max(3, N // 20)))
+@pytest.mark.parametrize("seed", range(BASE + 2000, BASE + 2000 + max(3, N // 20)))
 def test_time_travel(spark, world, snapshot, seed):
     case = make_case(seed, world["rows"], COLUMNS)
     ours = world["paimon"](**{"snapshot-id": str(snapshot)})
     _check(case, spark, ours, world["reference"](*world["parquet"][:snapshot]))
 
 
-@pytest.mark.parametrize("seed", range(3000, 3000 + max(3, N // 12)))
+@pytest.mark.parametrize("seed", range(BASE + 3000, BASE + 3000 + max(3, N // 12)))
 def test_tag_and_branch(spark, world, seed):
     case = make_case(seed, world["rows"], COLUMNS)
     _check(case, spark, world["paimon"](tag="two"), world["reference"](*world["parquet"][:2]))
@@ -158,7 +164,7 @@ def test_tag_and_branch(spark, world, seed):
 PK_SHAPES = [s for s in SHAPES if s not in ("selfjoin",)] + ["selfjoin"]
 
 
-@pytest.mark.parametrize("seed", range(4000, 4000 + max(9, N // 3)))
+@pytest.mark.parametrize("seed", range(BASE + 4000, BASE + 4000 + max(9, N // 3)))
 def test_primary_key_table_matches_merged_rows(spark, world, seed):
     case = make_case(seed, world["pk_rows"], PK_COLUMNS, PK_SHAPES)
     ours = world["paimon"](PK_TABLE)
@@ -206,7 +212,7 @@ def _partition_predicate(rng: random.Random, depth: int = 2) -> str:
     return f"({_partition_predicate(rng, depth - 1)} {rng.choice(['AND', 'OR'])} {_partition_predicate(rng, depth - 1)})"
 
 
-@pytest.mark.parametrize("seed", range(5000, 5000 + max(6, N // 10)))
+@pytest.mark.parametrize("seed", range(BASE + 5000, BASE + 5000 + max(6, N // 10)))
 def test_partition_filter_option_prunes_exactly(spark, world, seed):
     """``partition-filter`` is pruning bound to the DataFrame: same rows as Spark's WHERE, every query."""
     rng = random.Random(seed)
