@@ -13,13 +13,13 @@ With capture on for both:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
 import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
+from support.lineage_capture import configured, wait_until
 
 from airflow_provider_paimon.lineage.queries import upstream
 from airflow_provider_paimon.lineage.store import LineageStore
@@ -31,26 +31,6 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 # small files and a low threshold: the stream compacts after its third micro-batch
 SMALL = {"target-file-size": "32kb", "compaction.min.file-num": "3", "source.split.open-file-cost": "1b"}
 BATCHES = 4
-
-
-@contextlib.contextmanager
-def configured(spark, conf):
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
-
-
-def wait_until(predicate, timeout=90.0, interval=0.25):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def read_ids(table):
@@ -90,7 +70,7 @@ def quiet(catalog, name, checkpoint, quiet_s=2.5):
         pending = [n for n in os.listdir(state) if n.startswith("compact-pending-")] if os.path.isdir(state) else []
         return time.monotonic() - last["since"] >= quiet_s and not pending
 
-    return wait_until(settled)
+    return wait_until(settled, timeout=90.0, interval=0.25)
 
 
 def test_compact_snapshots_are_no_lineage_and_downstream_reads_each_row_once(spark, warehouse, tmp_path):
@@ -124,11 +104,11 @@ def test_compact_snapshots_are_no_lineage_and_downstream_reads_each_row_once(spa
         try:
             stream(spark, warehouse, "db.src", "db.dst", str(tmp_path / "ck1"))  # compaction on
             assert quiet(catalog, "db.dst", str(tmp_path / "ck1"))
-            assert wait_until(lambda: len(sink_rows("dst")) >= BATCHES)
+            assert wait_until(lambda: len(sink_rows("dst")) >= BATCHES, timeout=90.0, interval=0.25)
             # the downstream query reads db.dst snapshot by snapshot, COMPACT ones too
             stream(spark, warehouse, "db.dst", "db.down", str(tmp_path / "ck2"), **{"write-only": "true"})
             appends = [s for s in snapshots(catalog, "db.down") if s.commit_kind == "APPEND"]
-            assert wait_until(lambda: len(sink_rows("down")) >= len(appends) > 0)
+            assert wait_until(lambda: len(sink_rows("down")) >= len(appends) > 0, timeout=90.0, interval=0.25)
             time.sleep(1.0)  # a late (wrong) record would land now
         finally:
             capture.close()

@@ -15,6 +15,7 @@ from olspec import LineageReceiver, validate_event
 from pypaimon import CatalogFactory
 from support.lineage_capture import (
     append,
+    capture_conf,
     configured,
     make_tables,
     snapshot_identity,
@@ -35,16 +36,7 @@ def test_batch_job_lineage_and_openlineage(spark, warehouse, tmp_path):
     append(catalog, "db.src", range(5))
     url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
     with LineageReceiver() as receiver, configured(
-        spark,
-        {
-            "spark.paimon.lineage.url": url,
-            "spark.paimon.lineage.job": "etl.batch",
-            "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
-            "spark.paimon.lineage.pollIntervalMs": "100",
-            "spark.paimon.openlineage.transport.type": "http",
-            "spark.paimon.openlineage.transport.url": receiver.url,
-            "spark.paimon.openlineage.async": "false",
-        },
+        spark, capture_conf(url, "etl.batch", tmp_path / "spool", receiver.url)
     ):
         capture = enable_lineage_capture(spark, force=False)
         assert capture is not None and enable_lineage_capture(spark) is capture  # idempotent

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 from independent_reader import rust_rows
 from olspec import LineageReceiver, validate_event
-from support.lineage_capture import configured, snapshot_identity, wait_until
+from support.lineage_capture import capture_conf, configured, snapshot_identity, wait_until
 
 from airflow_provider_paimon.lineage.cascade import plan_cascade
 from airflow_provider_paimon.lineage.store import LineageStore
@@ -51,15 +51,7 @@ def test_capture_openlineage_and_cascade_between_primary_key_tables(spark, wareh
         df = spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.src").load()
         df.write.format("paimon").option("warehouse", warehouse).option("table", "db.dst").mode("append").save()
 
-    with LineageReceiver() as receiver, configured(spark, {
-        "spark.paimon.lineage.url": url,
-        "spark.paimon.lineage.job": JOB,
-        "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
-        "spark.paimon.lineage.pollIntervalMs": "100",
-        "spark.paimon.openlineage.transport.type": "http",
-        "spark.paimon.openlineage.transport.url": receiver.url,
-        "spark.paimon.openlineage.async": "false",
-    }):
+    with LineageReceiver() as receiver, configured(spark, capture_conf(url, JOB, tmp_path / "spool", receiver.url)):
         capture = enable_lineage_capture(spark, force=False)
         try:
             for n, rows in enumerate(SOURCE_COMMITS, start=1):

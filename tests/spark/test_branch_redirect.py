@@ -13,11 +13,12 @@ import contextlib
 import json
 import logging
 import re
-import time
 
 import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
+from support.lineage_capture import append_to as _append
+from support.lineage_capture import wait_until
 
 from airflow_provider_paimon.paimon.catalog import load_table
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
@@ -36,15 +37,6 @@ SRC_FIX = [0, 1, 2, 100, 101]
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _append(table, ids):
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": list(ids), "v": ["x"] * len(ids)}, schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
 
 
 def make_tables(warehouse: str) -> None:
@@ -107,15 +99,6 @@ def write(df, warehouse, table, **options):
 
 def df_of(spark, values):
     return spark.createDataFrame([(i, "y") for i in values], "id BIGINT, v STRING")
-
-
-def wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 # ---------------------------------------------------------------- the rules (no Spark)

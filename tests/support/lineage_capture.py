@@ -35,7 +35,11 @@ def make_tables(warehouse, *names):
 
 
 def append(catalog, name, rows):
-    table = catalog.get_table(name)
+    append_to(catalog.get_table(name), rows)
+
+
+def append_to(table, rows):
+    """One pypaimon commit of ``rows`` as ids (``v`` = "x")."""
     builder = table.new_batch_write_builder()
     write, commit = builder.new_write(), builder.new_commit()
     write.write_arrow(pa.table({"id": list(rows), "v": ["x"] * len(rows)}, schema=SCHEMA))
@@ -53,10 +57,27 @@ def snapshot_identity(catalog, name, snapshot_id, branch=None):
     return SnapshotIdentity(snap.commit_user, snap.commit_identifier, snap.time_millis)
 
 
-def wait_until(predicate, timeout=60.0):
+def wait_until(predicate, timeout=60.0, interval=0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.2)
+        time.sleep(interval)
     return predicate()
+
+
+def capture_conf(url: str, job: str, spool, ol_url: str | None = None) -> dict[str, str]:
+    """The session conf of a capture into ``url`` for ``job`` (and OpenLineage to ``ol_url``, sync)."""
+    conf = {
+        "spark.paimon.lineage.url": url,
+        "spark.paimon.lineage.job": job,
+        "spark.paimon.lineage.spoolDir": str(spool),
+        "spark.paimon.lineage.pollIntervalMs": "100",
+    }
+    if ol_url is not None:
+        conf.update({
+            "spark.paimon.openlineage.transport.type": "http",
+            "spark.paimon.openlineage.transport.url": ol_url,
+            "spark.paimon.openlineage.async": "false",
+        })
+    return conf
