@@ -22,14 +22,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from support.airflow_connections import LOCAL_SPARK, SECRET, set_connection
 
 # AIRFLOW_HOME, PATH, PYSPARK_PYTHON and the py-files cache are set for the whole
 # session in tests/conftest.py (one Airflow environment for every test folder).
 VENV_BIN = str(Path(sys.executable).parent)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
-SECRET = "s3cr3t-Hunter2-value"
-LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
 
 
 class Warehouse:
@@ -95,25 +94,6 @@ class Warehouse:
         builder = table.new_read_builder()
         splits = builder.new_scan().plan().splits()
         return sorted(builder.new_read().to_arrow(splits).column("id").to_pylist())
-
-
-def load_dag_file(name: str, source: str):
-    """Write ``source`` as ``<DAGs folder>/<name>.py`` and import it (``module.dag.test()``
-    then runs it against the session's metadata DB, other DAGs of the file registered)."""
-    import importlib.util
-
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, conn: dict) -> None:
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
 
 
 @pytest.fixture

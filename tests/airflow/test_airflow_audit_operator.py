@@ -11,7 +11,7 @@ import json
 
 import pytest
 import structlog
-from conftest import SECRET
+from support.airflow_connections import SECRET
 
 from airflow_provider_paimon.common.audit_summary import (
     MAX_SUMMARY_BYTES,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import structlog
-from conftest import SECRET
+from support.airflow_connections import SECRET
 
 from airflow_provider_paimon.operators.base import PaimonPreflightError
 from airflow_provider_paimon.operators.maintenance import (

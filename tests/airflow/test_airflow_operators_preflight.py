@@ -9,7 +9,7 @@ import json
 
 import pyarrow as pa
 import pytest
-from conftest import SECRET, set_connection
+from support.airflow_connections import SECRET, set_connection
 
 from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
 from airflow_provider_paimon.operators.base import PaimonPreflightError

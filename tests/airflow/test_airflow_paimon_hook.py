@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SECRET, set_connection
+from support.airflow_connections import SECRET, set_connection
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook, config_from_connection
 from airflow_provider_paimon.paimon.errors import BranchNotFoundError, TableNotFoundError

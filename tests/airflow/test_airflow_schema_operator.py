@@ -14,7 +14,8 @@ import os
 import pytest
 import structlog
 from airflow.sdk.exceptions import AirflowFailException
-from conftest import SECRET, load_dag_file
+from support.airflow_connections import SECRET
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.operators import AlterTableOperator
 

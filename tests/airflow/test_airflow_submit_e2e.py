@@ -11,7 +11,8 @@ import json
 import re
 
 import pytest
-from conftest import SECRET, load_dag_file, set_connection
+from support.airflow_connections import SECRET, set_connection
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_job import PaimonJobInputError, PaimonSparkJobHook

@@ -18,8 +18,8 @@ import pytest
 from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors, TriggeringAssetEventsAccessor
-from conftest import load_dag_file
 from pypaimon import Schema
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.assets import asset_for, asset_uri
 from airflow_provider_paimon.common.asset_partitions import (

@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import load_dag_file
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.assets import (
     asset_for,

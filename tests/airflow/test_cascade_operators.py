@@ -15,6 +15,7 @@ from datetime import datetime
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 from airflow_provider_paimon.operators.cascade import (
@@ -256,9 +257,6 @@ with DAG("cascade_blocks", schedule=None, start_date=datetime(2026, 1, 1)) as da
 
 def test_plan_branch_and_skip_in_a_dag_run(wh, store_url, airflow_db, monkeypatch):
     """plan -> branch (mapped over two tables) -> a job for a table the plan leaves out: skipped."""
-    import importlib.util
-    import os
-    from pathlib import Path
 
     from airflow.utils.session import create_session
 
@@ -273,12 +271,7 @@ def test_plan_branch_and_skip_in_a_dag_run(wh, store_url, airflow_db, monkeypatc
         wh.append(name)
     monkeypatch.setenv("CASCADE_TEST_WAREHOUSE", wh.path)
     monkeypatch.setenv("CASCADE_TEST_LINEAGE_URL", store_url)
-    path = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / "cascade_blocks.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(BLOCKS_DAG)
-    spec = importlib.util.spec_from_file_location("cascade_blocks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_dag_file("cascade_blocks", BLOCKS_DAG)
 
     run = module.dag.test()
     assert run.state == "success", task_states(run)

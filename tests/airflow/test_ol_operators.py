@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import SECRET
 from olspec import LineageReceiver, validate_event
+from support.airflow_connections import SECRET
 
 from airflow_provider_paimon.assets import asset_uri
 from airflow_provider_paimon.lineage.openlineage import paimon_dataset

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import structlog
-from conftest import SECRET
+from support.airflow_connections import SECRET
 
 from airflow_provider_paimon.hooks.local_job import PaimonLocalJobHook
 from airflow_provider_paimon.hooks.spark_job import PaimonJobInputError

@@ -9,7 +9,7 @@ task's "Paimon lineage" extra link must point at that snapshot.
 from __future__ import annotations
 
 import pytest
-from conftest import load_dag_file
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.paimon.commit_properties import ENV_KEYS, run_of
 

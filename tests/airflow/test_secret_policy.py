@@ -13,7 +13,8 @@ import os
 import stat
 
 import pytest
-from conftest import LOCAL_SPARK, load_dag_file, set_connection
+from support.airflow_connections import LOCAL_SPARK, set_connection
+from support.dag_files import load_dag_file
 
 from airflow_provider_paimon.hooks.spark_job import (
     PaimonSparkJobHook,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import LOCAL_SPARK, set_connection
+from support.airflow_connections import LOCAL_SPARK, set_connection
 
 from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
 

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
+from support.dag_files import load_dag_file
 from test_connect_datasource import pypaimon_rows, snapshot_ids
 
 from airflow_provider_paimon.paimon.catalog import load_table
@@ -84,22 +85,6 @@ def user_job(spark, table, rows):
     return {"rows": rows}
 
 
-def _load_dag(name: str, source: str):
-    """Write ``source`` into the DAGs folder and import it (``dag.test()`` needs it there)."""
-    import importlib.util
-    import os
-    from pathlib import Path
-
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
-
-
 def test_compaction_and_user_jobs_through_dag_test(spark, connections, airflow_db, connect_spark, tmp_path,
                                                     caplog, monkeypatch):
     """``spark``: a classic session lives in this process too, as in a ``dag.test()`` of a DAG
@@ -123,7 +108,7 @@ def test_compaction_and_user_jobs_through_dag_test(spark, connections, airflow_d
         print('PAIMON_RESULT {"rows": %d, "table": "%s"}' % (n, sys.argv[1]), end="")  # no newline
     """))
     monkeypatch.setenv("PAIMON_TEST_APP", str(app))
-    dag = _load_dag("paimon_connect_ops", DAG_SOURCE)
+    dag = load_dag_file("paimon_connect_ops", DAG_SOURCE).dag
     import structlog
 
     with structlog.testing.capture_logs() as logs:

@@ -9,26 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 from orders_tables import SINK, create_orders_tables, write_rows
+from support.orders import DAGS, ORDERS
 
-REPO = Path(__file__).resolve().parents[2]
-DAGS = REPO / "dags"
 # AIRFLOW_HOME, PATH, PYSPARK_PYTHON, the py-files cache and dags/ on sys.path are set
 # for the whole session in tests/conftest.py; the connection to local Spark is ours.
-VENV_BIN = str(Path(sys.executable).parent)
 os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
-
-ORDERS = [
-    {"order_id": 1, "customer": "ada", "amount_cents": 1250},
-    {"order_id": 2, "customer": "bob", "amount_cents": 25000},
-    {"order_id": 3, "customer": "cy", "amount_cents": 999},
-    {"order_id": 4, "customer": "dee", "amount_cents": 180000},
-]
-
 
 @pytest.fixture
 def orders_warehouse(tmp_path: Path) -> str:

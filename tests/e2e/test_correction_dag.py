@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import DAGS, ORDERS, VENV_BIN
 from dag_run_results import files_by_size, task_states, task_xcom
+from support.orders import DAGS, ORDERS, VENV_BIN
 
 
 def _load_dag():

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ORDERS
 from dag_run_results import task_states, task_xcom
 from orders_tables import SINK, create_orders_tables, write_rows
+from support.orders import ORDERS
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 

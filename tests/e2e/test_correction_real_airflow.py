@@ -19,8 +19,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import DAGS, ORDERS
 from real_airflow import Api, airflow_env, airflow_processes, free_port, postgres_database, wait_for
+from support.orders import DAGS, ORDERS
 
 DAG_ID = "paimon_data_correction"
 RUN_TIMEOUT = float(os.environ.get("PAIMON_E2E_RUN_TIMEOUT", "1200"))

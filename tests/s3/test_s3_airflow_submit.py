@@ -13,13 +13,11 @@ history server show: plans, SQL tab, environment).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import textwrap
-from pathlib import Path
 
 import pytest
+from support.dag_files import load_dag_file
 
 pytestmark = pytest.mark.spark
 
@@ -54,14 +52,7 @@ with DAG({dag_id!r}, schedule=None) as dag:
 
 
 def _load_dag(source: str):
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{DAG_ID}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(DAG_ID, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
+    return load_dag_file(DAG_ID, source).dag
 
 
 def test_connection_credentials_reach_the_job_and_no_log(s3_warehouse, airflow_db, tmp_path, monkeypatch, capfd):

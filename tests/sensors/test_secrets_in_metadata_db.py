@@ -23,7 +23,6 @@ a lineage store (a SQLite file, a MariaDB database) and a warehouse from the run
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -35,6 +34,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from secret_fuzz import fuzz_password
+from support.dag_files import load_dag_file
 
 DAG_ID = "paimon_secrets_everywhere"
 SEED = int(os.environ.get("PAIMON_SECRET_FUZZ_SEED", "20261126"))
@@ -149,14 +149,7 @@ def _leaks(text: str, secrets: dict[str, str]) -> list[str]:
 
 
 def _load_dag(source: str):
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{DAG_ID}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(DAG_ID, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dag
+    return load_dag_file(DAG_ID, source).dag
 
 
 def _metadata_db_text() -> tuple[str, list[tuple[str, dict]], dict[str, dict]]:
