@@ -93,17 +93,6 @@ class Receiver:
         self.server.shutdown()
 
 
-@contextlib.contextmanager
-def conf_keys(spark, conf: dict[str, str]):
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
-
-
 def run_query(spark, warehouse: str, batches: int, checkpoint: str) -> list[float]:
     """Per-batch triggerExecution ms of one query over the whole source."""
     sink = new_sink(warehouse)
@@ -144,7 +133,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
-    from airflow_provider_paimon.spark.session import local_session
+    from airflow_provider_paimon.spark.session import local_session, session_conf
 
     work = tempfile.mkdtemp(prefix="lineage-overhead-")
     warehouse = os.path.join(work, "warehouse")
@@ -184,7 +173,7 @@ def main() -> None:
         for r in range(args.rounds):
             shift = r % len(configs)  # rotate the order: no config always runs first
             for config in configs[shift:] + configs[:shift]:
-                with conf_keys(spark, conf_for(config)):
+                with session_conf(spark, conf_for(config)):
                     capture = enable_lineage_capture(spark) if config != "off" else None
                     try:
                         times = []

@@ -6,24 +6,18 @@ modules so importing them does not collect those modules' tests twice.
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
+from airflow_provider_paimon.spark.session_info import session_conf
+
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 
-@contextlib.contextmanager
-def configured(spark, conf):
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
+# the session's SQL conf for one block, restored (a key that was unset is unset again)
+configured = session_conf
 
 
 def make_tables(warehouse, *names):

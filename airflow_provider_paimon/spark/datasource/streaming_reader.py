@@ -285,10 +285,7 @@ class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTrigg
         capture): this micro-batch read up to ``finish``'s snapshot; the sink's next commit
         of the job takes it as its source. A replanned batch notes the same snapshot again
         (the commit keeps one per table). A no-op when a classic capture records."""
-        commit = self._commit_of(finish.lineage_snapshot)
-        identity = {} if commit is None else {
-            "commit_user": commit["commitUser"], "commit_identifier": commit["commitIdentifier"],
-            "commit_time": commit["timeMillis"]}
+        identity = commit_events.identity_fields(self._commit_of(finish.lineage_snapshot))
         lineage_direct.on_scan(self.opts, finish.lineage_snapshot, identity=identity)
 
     def commit(self, end: dict) -> None:

@@ -6,7 +6,8 @@ commits) cannot run there, and the workers run on the server's host anyway. Inst
 the session's capture settings (``spark.paimon.lineage.*`` and
 ``spark.paimon.catalog.*``, read through ``spark.conf``) become lineage options of
 every read and write of the ``paimon`` source registered on the session
-(``lineage_defaults``, carried by the registered class like the branch redirects).
+(``connect_state.lineage_defaults``, carried by the registered class like the branch
+redirects).
 The source then records on its own, in the server's Python workers, exactly as when a
 read's or write's options ask for lineage (``direct``): a scan's table lineage when it
 is planned, a barrier (the job's next id, its scans since the last commit as sources)
@@ -27,9 +28,6 @@ from typing import Any
 from ..registration import register_data_source
 from . import connect_state
 from .config import FAIL, CaptureConfig
-from .connect_state import active, lineage_defaults
-
-__all__ = ["ConnectCapture", "active", "enable", "lineage_defaults"]
 
 log = logging.getLogger(__name__)
 
