@@ -21,8 +21,10 @@ Three parts (``--parts commits,planning,compaction``), each ours beside the base
     copies of those entries under new file names are written as manifests of 8 MB
     (``manifest.target-file-size``), the shape a merged table has; a one-partition plan
     is timed on those, then ``compact_manifest`` (timed) sorts the entries by partition
-    as our compactions leave them, and every plan is timed again. No data file but
-    the first 100 exists: planning never opens them.
+    as our compactions leave them, and every plan is timed again; the one-partition
+    plan also with the manifests' block partitions ignored (every entry read: the
+    baseline of block skipping). No data file but the first 100 exists: planning never
+    opens them.
 
 ``compaction``
     Planning before and after a compaction of ``--compact-files`` small files into
@@ -218,6 +220,10 @@ sys.path.insert(0, sys.argv[1])
 from airflow_provider_paimon.spark.native.plan import plan_for
 from airflow_provider_paimon.spark.options import parse_options
 warehouse, planner, filter_text = sys.argv[2], sys.argv[3], sys.argv[4] or None
+if planner == "auto-every-block":  # the baseline: block partitions ignored, every entry read
+    from airflow_provider_paimon.paimon import manifest_reader
+    manifest_reader._decode_indexed = lambda data, accept: None
+    planner = "auto"
 opts = parse_options({"warehouse": warehouse, "table": "db.t"})
 start = time.process_time()
 plan = plan_for(opts, filter_text, planner=planner)
@@ -249,19 +255,22 @@ def part_planning(args: argparse.Namespace, out: dict) -> None:
             unclustered = plan_in_child(wh, "auto", one)
             cm_cpu, cm_after = compact_manifests(wh)  # what our compaction leaves: partition-sorted
             ours, ours_one = plan_in_child(wh, "auto", None), plan_in_child(wh, "auto", one)
+            every_block = plan_in_child(wh, "auto-every-block", one)
             theirs = plan_in_child(wh, "pypaimon", None) if files <= args.max_pypaimon_files else None
             theirs_one = plan_in_child(wh, "pypaimon", one) if files <= args.max_pypaimon_files else None
             assert ours["files"] == files
             assert ours_one["files"] == files // PARTITIONS
             rows[files] = {"ours": ours, "ours_one_partition": ours_one, "pypaimon": theirs,
                            "pypaimon_one_partition": theirs_one, "compact_manifest_cpu": cm_cpu,
-                           "ours_one_partition_unsorted_manifests": unclustered}
+                           "ours_one_partition_unsorted_manifests": unclustered,
+                           "ours_one_partition_every_block": every_block}
             ref = (f"pypaimon {theirs['cpu']:6.2f} s {theirs['rss_mb']:6.0f} MB, 1 partition "
                    f"{theirs_one['cpu']:5.2f} s; ours {theirs['cpu'] / ours['cpu']:.1f}x faster"
                    if theirs else "pypaimon not run (--max-pypaimon-files)")
             print(f"  {files:>9} files (made in {built:.0f} s): ours full {ours['cpu']:6.2f} s "
                   f"{ours['rss_mb']:6.0f} MB, 1 of 100 partitions {ours_one['cpu']:5.2f} s "
-                  f"({unclustered['cpu']:.2f} s before compact_manifest sorted the manifests: "
+                  f"(every block read: {every_block['cpu']:.2f} s; "
+                  f"{unclustered['cpu']:.2f} s before compact_manifest sorted the manifests: "
                   f"{cm_cpu:.1f} s CPU, {cm_after} manifests) | {ref}", flush=True)
     out["planning"] = rows
 

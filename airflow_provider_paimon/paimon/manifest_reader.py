@@ -18,6 +18,13 @@ max_sequence_number, creation_time (epoch millis).
 A schema construct the generator does not know falls back to fastavro's reader for
 that file, with the same output. Entries are yielded one block at a time, so a caller
 that streams them never holds a manifest's worth of objects.
+
+Block partitions: the manifests this package writes carry, in the Avro header's
+metadata (``BLOCK_PARTITIONS_KEY``), the one partition each block holds (or "mixed").
+A filtered read skips a block of a rejected partition without decompressing it, so a
+plan of one partition out of many reads that partition's blocks, not the whole
+partition-sorted manifest. Other readers ignore metadata they do not know (the Avro
+specification lets a file carry any); a file without it is read entry by entry.
 """
 
 from __future__ import annotations
@@ -30,7 +37,15 @@ from typing import Any, NamedTuple
 
 import fastavro
 
-__all__ = ["RawEntry", "decode_manifest", "read_entries"]
+__all__ = ["BLOCK_PARTITIONS_KEY", "RawEntry", "decode_manifest", "read_entries"]
+
+#: Avro header metadata naming each block's single partition (see the module docstring)
+BLOCK_PARTITIONS_KEY = "paimon-provider.block-partitions"
+_INDEX_VERSION = 1
+_MIXED = -1  # a block holding entries of several partitions
+#: uncompressed bytes of records per block the writer aims for (a block is the unit a
+#: filtered read skips)
+BLOCK_BYTES = 64 * 1024
 
 
 class RawEntry(NamedTuple):
@@ -319,8 +334,14 @@ def decode_manifest(data: bytes, accept: Any = None) -> Iterator[list[RawEntry]]
     """The entries of one manifest file's bytes, a block (list) at a time.
 
     ``accept(partition_bytes) -> bool``: entries of other partitions are skipped without
-    building them (the caller's filter; None keeps every entry).
+    building them (the caller's filter; None keeps every entry). A block the file's
+    block-partitions metadata names as one rejected partition is not even decompressed.
     """
+    if accept is not None:
+        indexed = _decode_indexed(data, accept)
+        if indexed is not None:
+            yield from indexed
+            return
     blocks = fastavro.block_reader(io.BytesIO(data))
     decoder = _decoder_for(blocks.writer_schema)
     if decoder is None:
@@ -329,6 +350,33 @@ def decode_manifest(data: bytes, accept: Any = None) -> Iterator[list[RawEntry]]
         return
     for block in blocks:
         yield decoder(_bytes_of(block), block.num_records, accept)
+
+
+def _decode_indexed(data: bytes, accept: Any) -> Iterator[list[RawEntry]] | None:
+    """Blocks of a file with block-partitions metadata (None: the file has none usable)."""
+    import json
+
+    try:
+        container = read_container(data)
+    except ValueError:
+        return None
+    tags = container.block_partitions()
+    codec = container.codec
+    if tags is None or len(tags) != len(container.blocks) or codec not in WRITABLE_CODECS:
+        return None
+    decoder = _decoder_for(json.loads(container.metadata["avro.schema"]))
+    if decoder is None:
+        return None
+
+    def blocks() -> Iterator[list[RawEntry]]:
+        for block, tag in zip(container.blocks, tags, strict=True):
+            if tag is not None and not accept(tag):
+                continue  # one rejected partition: not decompressed, not decoded
+            count, payload = _block_payload(block)
+            # a block of one accepted partition needs no test per entry
+            yield decoder(_decompress(codec, payload), count, None if tag is not None else accept)
+
+    return blocks()
 
 
 def read_bytes(file_io: Any, path: str, size: int | None = None) -> bytes:
@@ -396,30 +444,101 @@ def _zigzag(n: int) -> bytes:
     return bytes(out)
 
 
+def _decompress(codec: str, data: bytes) -> bytes:
+    if codec == "null":
+        return data
+    if codec == "deflate":
+        import zlib
+
+        return zlib.decompressobj(-15).decompress(data)
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+
+
 def encode_manifests(schema: Any, codec: str, records: list[bytes], target_size: int,
-                     block_bytes: int = 64 * 1024) -> Iterator[tuple[bytes, int, int]]:
+                     block_bytes: int | None = None,
+                     partitions: list[bytes] | None = None) -> Iterator[tuple[bytes, int, int]]:
     """Avro container files of ``records`` (already encoded with ``schema``), rolled at
-    ``target_size`` bytes: yields ``(file bytes, first record, end record)``."""
+    ``target_size`` bytes: yields ``(file bytes, first record, end record)``.
+
+    ``partitions`` (each record's partition bytes): every file also names each block's
+    single partition in its header (``BLOCK_PARTITIONS_KEY``), so a filtered read skips
+    the blocks of other partitions.
+    """
     if codec not in WRITABLE_CODECS:
         raise ValueError(f"cannot write codec {codec!r}")
+    block_bytes = block_bytes or BLOCK_BYTES
     header_buf = io.BytesIO()
     fastavro.writer(header_buf, fastavro.parse_schema(schema), [], codec=codec)
-    header = header_buf.getvalue()
-    sync = header[-16:]
+    base = read_container(header_buf.getvalue())
     start = 0
     while start < len(records):
-        out = bytearray(header)
+        blocks: list[bytes] = []
+        tags: list[bytes | None] = []
+        size = base.header_size
         i = start
-        while i < len(records) and (i == start or len(out) < target_size):  # a block at least
-            block, size = [], 0
-            while i < len(records) and size < block_bytes:
-                block.append(records[i])
-                size += len(records[i])
+        while i < len(records) and (i == start or size < target_size):  # a block at least
+            first = i
+            block_size = 0
+            while i < len(records) and block_size < block_bytes:
+                block_size += len(records[i])
                 i += 1
-            payload = _compress(codec, b"".join(block))
-            out += _zigzag(len(block)) + _zigzag(len(payload)) + payload + sync
-        yield bytes(out), start, i
+            payload = _compress(codec, b"".join(records[first:i]))
+            blocks.append(_zigzag(i - first) + _zigzag(len(payload)) + payload)
+            size += len(blocks[-1]) + len(base.sync)
+            if partitions is not None:
+                tags.append(_single_partition(partitions, first, i))
+        metadata = dict(base.metadata)
+        if partitions is not None:
+            metadata[BLOCK_PARTITIONS_KEY] = encode_block_partitions(tags)
+        yield build_container(metadata, base.sync, blocks), start, i
         start = i
+
+
+def _single_partition(partitions: list[bytes], start: int, end: int) -> bytes | None:
+    """The partition every record in ``start:end`` has (None: several)."""
+    first = partitions[start]
+    return first if all(partitions[n] == first for n in range(start + 1, end)) else None
+
+
+def encode_block_partitions(tags: list[bytes | None]) -> bytes:
+    """Header metadata value: a version, the block count, each block's partition or -1,
+    as base64 text (readers such as fastavro, hence pypaimon, decode every metadata
+    value as UTF-8)."""
+    import base64
+
+    out = bytearray(_zigzag(_INDEX_VERSION) + _zigzag(len(tags)))
+    for tag in tags:
+        if tag is None:
+            out += _zigzag(_MIXED)
+        else:
+            out += _zigzag(len(tag)) + tag
+    return base64.b64encode(bytes(out))
+
+
+def decode_block_partitions(text: bytes) -> list[bytes | None] | None:
+    """``encode_block_partitions``' list (None: not a value this reader knows)."""
+    import base64
+    import binascii
+
+    try:
+        value = base64.b64decode(text, validate=True)
+        version, i = _read_long(value, 0)
+        if version != _INDEX_VERSION:
+            return None
+        count, i = _read_long(value, i)
+        tags: list[bytes | None] = []
+        for _ in range(count):
+            n, i = _read_long(value, i)
+            if n == _MIXED:
+                tags.append(None)
+            else:
+                tags.append(value[i:i + n])
+                i += n
+    except (binascii.Error, IndexError):
+        return None
+    return tags if i == len(value) else None
 
 
 def _from_record(r: dict) -> RawEntry:
@@ -456,14 +575,31 @@ def _read_long(data: bytes, i: int) -> tuple[int, int]:
     return (b >> 1) ^ -(b & 1), i
 
 
-def split_container(data: bytes) -> tuple[bytes, bytes, list[bytes]]:
-    """An Avro container file as (header without its sync marker, sync marker, blocks).
+@dataclass(frozen=True)
+class Container:
+    """An Avro container file split without decoding: its header metadata, sync marker
+    and blocks (each ``count + size + compressed data`` exactly as stored)."""
 
-    Each block is ``count + size + compressed data`` exactly as stored, so files of one
-    schema and codec can be concatenated block by block without decoding anything.
-    """
+    metadata: dict[str, bytes]
+    sync: bytes
+    blocks: list[bytes]
+    header_size: int  # bytes of the header, sync marker included
+
+    @property
+    def codec(self) -> str:
+        return self.metadata.get("avro.codec", b"null").decode()
+
+    def block_partitions(self) -> list[bytes | None] | None:
+        """Each block's single partition (None in the list: mixed; None: not recorded)."""
+        value = self.metadata.get(BLOCK_PARTITIONS_KEY)
+        return None if value is None else decode_block_partitions(value)
+
+
+def read_container(data: bytes) -> Container:
+    """Split an Avro container file (``ValueError`` if it is not one)."""
     if data[:4] != b"Obj\x01":
         raise ValueError("not an Avro container file")
+    metadata: dict[str, bytes] = {}
     i = 4
     while True:  # the metadata map
         count, i = _read_long(data, i)
@@ -473,11 +609,15 @@ def split_container(data: bytes) -> tuple[bytes, bytes, list[bytes]]:
             count = -count
             _size, i = _read_long(data, i)
         for _ in range(count):
-            for _part in range(2):
-                n, i = _read_long(data, i)
-                i += n
-    header, sync = data[:i], data[i:i + 16]
+            n, i = _read_long(data, i)
+            key = data[i:i + n].decode()
+            i += n
+            n, i = _read_long(data, i)
+            metadata[key] = data[i:i + n]
+            i += n
+    sync = data[i:i + 16]
     i += 16
+    header_size = i
     blocks = []
     while i < len(data):
         start = i
@@ -488,26 +628,62 @@ def split_container(data: bytes) -> tuple[bytes, bytes, list[bytes]]:
         if data[i:i + 16] != sync:
             raise ValueError("Avro sync marker mismatch")
         i += 16
-    return header, sync, blocks
+    return Container(metadata, sync, blocks, header_size)
+
+
+def build_container(metadata: dict[str, bytes], sync: bytes, blocks: list[bytes]) -> bytes:
+    """The bytes of an Avro container file (``read_container``'s inverse)."""
+    out = bytearray(b"Obj\x01")
+    if metadata:
+        out += _zigzag(len(metadata))
+        for key, value in metadata.items():
+            name = key.encode()
+            out += _zigzag(len(name)) + name + _zigzag(len(value)) + value
+    out += _zigzag(0) + sync
+    for block in blocks:
+        out += block + sync
+    return bytes(out)
+
+
+def _block_payload(block: bytes) -> tuple[int, bytes]:
+    """A stored block's record count and compressed data."""
+    count, i = _read_long(block, 0)
+    _size, i = _read_long(block, i)
+    return count, block[i:]
 
 
 def concat_manifests(files: list[bytes], target_size: int) -> Iterator[tuple[bytes, int, int]]:
     """Manifests holding every entry of ``files`` in order, blocks copied as stored, rolled
     at ``target_size``: yields ``(file bytes, first file, end file)``; a file is never split.
 
-    All files must share one header (schema and codec): ``ValueError`` otherwise.
+    All files must share one schema and codec: ``ValueError`` otherwise. Block partitions
+    are carried over with their blocks (a block of a file without them counts as mixed).
     """
-    parts = [split_container(f) for f in files]
-    header, sync = parts[0][0], parts[0][1]
-    if any(p[0] != header for p in parts):
+    parts = [read_container(f) for f in files]
+    first = parts[0]
+
+    def plain(c: Container) -> dict[str, bytes]:
+        return {k: v for k, v in c.metadata.items() if k != BLOCK_PARTITIONS_KEY}
+
+    if any(plain(p) != plain(first) for p in parts):
         raise ValueError("manifests of different schemas or codecs")
+    indexed = any(p.block_partitions() is not None for p in parts)
     start = 0
     while start < len(parts):
-        out = bytearray(header) + sync
+        blocks: list[bytes] = []
+        tags: list[bytes | None] = []
+        size = first.header_size
         i = start
-        while i < len(parts) and (i == start or len(out) < target_size):
-            for block in parts[i][2]:
-                out += block + sync
+        while i < len(parts) and (i == start or size < target_size):
+            blocks += parts[i].blocks
+            size += sum(len(b) + len(first.sync) for b in parts[i].blocks)
+            known = parts[i].block_partitions()
+            if known is None or len(known) != len(parts[i].blocks):
+                known = [None] * len(parts[i].blocks)
+            tags += known
             i += 1
-        yield bytes(out), start, i
+        metadata = plain(first)
+        if indexed:
+            metadata[BLOCK_PARTITIONS_KEY] = encode_block_partitions(tags)
+        yield build_container(metadata, first.sync, blocks), start, i
         start = i

@@ -264,7 +264,8 @@ class _FastIo(_Io):
         prefix = f"manifest-{uuid.uuid4()}"
         metas = []
         for n, (data, start, end) in enumerate(
-            encode_manifests(self.schema, str(self.codec), [i.payload for i in items], target)
+            encode_manifests(self.schema, str(self.codec), [i.payload for i in items], target,
+                             partitions=[i.raw.partition for i in items])
         ):
             name = f"{prefix}-{n}"
             path = f"{self.files.manifest_path}/{name}"

@@ -12,6 +12,8 @@ from pypaimon import Schema
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
+from airflow_provider_paimon.spark.native.plan import plan_for
+from airflow_provider_paimon.spark.options import parse_options
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string())])
 # Small sizes so a few KB of data behave like a real table of small files.
@@ -145,3 +147,21 @@ def overwrite_partition(table: Any, partition: str, start: int, rows: int = 4) -
     finally:
         write.close()
         commit.close()
+
+
+def _plan(warehouse, planner, filter_text=None, **options):
+    opts = parse_options({"warehouse": warehouse, "table": "db.t", **options})
+    plan = plan_for(opts, filter_text, planner=planner)
+    groups = {
+        (g.format, g.schema_id): (sorted(g.paths), g.rows, g.size, [(f.name, f.file_name) for f in g.fields])
+        for g in plan.native
+    }
+    return plan.snapshot_id, groups, sorted(p for p, _ in plan.python_files)
+
+
+def same_plan(warehouse, filter_text=None, **options):
+    """Our planner's plan of ``db.t`` equals pypaimon's (the reference); returns it."""
+    ours = _plan(warehouse, "auto", filter_text, **options)
+    reference = _plan(warehouse, "pypaimon", filter_text, **options)
+    assert ours == reference, filter_text
+    return ours

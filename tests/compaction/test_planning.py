@@ -21,27 +21,8 @@ from airflow_provider_paimon.paimon.compaction.runner import compact
 from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot
 from airflow_provider_paimon.paimon.manifest_reader import read_entries
 from airflow_provider_paimon.paimon.merging_commit import merging_commit
-from airflow_provider_paimon.spark.native.plan import plan_for
-from airflow_provider_paimon.spark.options import parse_options
 
-from .helpers import SMALL, append, append_many, batch, make_table, reload
-
-
-def _plan(warehouse, planner, filter_text=None, **options):
-    opts = parse_options({"warehouse": warehouse, "table": "db.t", **options})
-    plan = plan_for(opts, filter_text, planner=planner)
-    groups = {
-        (g.format, g.schema_id): (sorted(g.paths), g.rows, g.size, [(f.name, f.file_name) for f in g.fields])
-        for g in plan.native
-    }
-    return plan.snapshot_id, groups, sorted(p for p, _ in plan.python_files)
-
-
-def _same(warehouse, filter_text=None, **options):
-    ours = _plan(warehouse, "auto", filter_text, **options)
-    reference = _plan(warehouse, "pypaimon", filter_text, **options)
-    assert ours == reference, filter_text
-    return ours
+from .helpers import SMALL, append, append_many, batch, make_table, reload, same_plan
 
 
 def _history(warehouse):
@@ -68,24 +49,24 @@ def _history(warehouse):
 
 def test_plans_match_pypaimon_over_a_long_history(warehouse):
     _history(warehouse)
-    snapshot, groups, python = _same(warehouse)
+    snapshot, groups, python = same_plan(warehouse)
     assert groups and not python
     files = sum(len(g[0]) for g in groups.values())
     # the statistics prune: a filter on a data column keeps fewer files than no filter
-    assert sum(len(g[0]) for g in _same(warehouse, "id < 20")[1].values()) < files
+    assert sum(len(g[0]) for g in same_plan(warehouse, "id < 20")[1].values()) < files
     for text in ("p = 'a'", "p IN ('b', 'c')", "p > 'a'", "p = 'zz'", "id > 100", "id < 20 AND p = 'b'",
                  "v = 'nothing'"):
-        _same(warehouse, text)
+        same_plan(warehouse, text)
     for sid in (3, 12, 15, snapshot):  # time travel
-        _same(warehouse, **{"snapshot-id": str(sid)})
+        same_plan(warehouse, **{"snapshot-id": str(sid)})
 
 
 def test_plans_match_after_a_compaction_that_folded_its_deletes(warehouse):
     table = make_table(warehouse, options=SMALL)
     append_many(table, 20, rows=12)  # 40 files: the compaction folds
     assert compact(reload(warehouse), CompactionOptions.from_table(reload(warehouse))).committed
-    _same(warehouse)
-    _same(warehouse, "p = 'b'")
+    same_plan(warehouse)
+    same_plan(warehouse, "p = 'b'")
 
 
 def test_plans_match_with_schema_changes_and_buckets(warehouse):
@@ -100,22 +81,22 @@ def test_plans_match_with_schema_changes_and_buckets(warehouse):
     table = reload(warehouse)
     schema = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string()), ("extra", pa.int64())])
     append(table, pa.table({"id": [1000, 1001], "p": ["a", "b"], "v": ["x", "y"], "extra": [7, 8]}, schema=schema))
-    _, groups, _ = _same(warehouse)
+    _, groups, _ = same_plan(warehouse)
     assert {schema_id for _fmt, schema_id in groups} == {0, 1}
-    _same(warehouse, "extra = 7")
-    _same(warehouse, "p = 'a'")
+    same_plan(warehouse, "extra = 7")
+    same_plan(warehouse, "p = 'a'")
 
 
 def test_unpartitioned_table(warehouse):
     make_table(warehouse, partitioned=False)
     append_many(reload(warehouse), 5)
-    _same(warehouse)
-    _same(warehouse, "id >= 120")
+    same_plan(warehouse)
+    same_plan(warehouse, "id >= 120")
 
 
 def test_empty_table_plans_nothing(warehouse):
     make_table(warehouse)
-    assert _same(warehouse) == (None, {}, [])
+    assert same_plan(warehouse) == (None, {}, [])
 
 
 @pytest.mark.parametrize("stats_mode", [None, "full"])
