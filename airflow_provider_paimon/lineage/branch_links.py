@@ -24,9 +24,14 @@ from dataclasses import dataclass
 
 from ..paimon.snapshot_identity import SnapshotIdentity
 from .entities import SnapshotRef
-from .history_events import FAST_FORWARD_JOB, REPLACE_MAIN_JOB
 from .store import LineageStore
 
+REPLACE_MAIN_JOB = "paimon.replace_main"
+FAST_FORWARD_JOB = "paimon.fast_forward"
+ROLLBACK_JOB = "paimon.rollback"
+#: Jobs whose barriers are history links (a snapshot's rows come from another one), not
+#: data jobs: a cascade never re-runs them.
+LINK_JOBS = frozenset({REPLACE_MAIN_JOB, FAST_FORWARD_JOB, ROLLBACK_JOB})
 JOBS = {"replace-main": REPLACE_MAIN_JOB, "fast-forward": FAST_FORWARD_JOB}
 
 

@@ -58,9 +58,9 @@ import sqlalchemy as sa
 
 from ..paimon.names import MAIN_BRANCH
 from . import queries, schema
+from .branch_links import LINK_JOBS
 from .entities import SnapshotRef, check_name
 from .errors import InvalidLineageArgumentError, LineageCycleError, UnknownLineageSnapshotError
-from .history_events import LINK_JOBS
 from .queries import DEFAULT_IMPACT_DEPTH, Budget, JobFilter
 
 if TYPE_CHECKING:

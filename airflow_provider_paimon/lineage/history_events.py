@@ -36,17 +36,12 @@ import sqlalchemy as sa
 
 from ..paimon.snapshot_identity import SnapshotIdentity
 from . import schema
+from .branch_links import FAST_FORWARD_JOB, ROLLBACK_JOB, record_link
 from .entities import check_branch, check_name
 
 if TYPE_CHECKING:
     from .store import LineageStore
 
-REPLACE_MAIN_JOB = "paimon.replace_main"
-FAST_FORWARD_JOB = "paimon.fast_forward"
-ROLLBACK_JOB = "paimon.rollback"
-#: Jobs whose barriers are history links (a snapshot's rows come from another one), not
-#: data jobs: a cascade never re-runs them.
-LINK_JOBS = frozenset({REPLACE_MAIN_JOB, FAST_FORWARD_JOB, ROLLBACK_JOB})
 EVENT_KINDS = ("rollback", "fast-forward", "replace-main", "publish")
 #: Snapshot ids per retraction statement.
 _CHUNK = 500
@@ -206,7 +201,6 @@ def record_rollback(store: LineageStore, database: str, table: str, result: Mapp
     snapshot is linked to the target it reads as (job ``paimon.rollback``). Returns a
     summary.
     """
-    from .branch_links import record_link
 
     branch = str(result.get("branch") or "main")
     started = int(result["started_millis"])
@@ -249,7 +243,6 @@ def record_fast_forward(store: LineageStore, database: str, table: str, branch: 
     branch point on); ``replaced``: {id: identity} of old main's snapshots from the
     branch point on (read before the fast-forward; None where unknown).
     """
-    from .branch_links import record_link
 
     keep = {i: ident for i, ident in copied.items() if ident is not None}
     gone = set(replaced) | set(result.get("removed_snapshot_ids") or [])

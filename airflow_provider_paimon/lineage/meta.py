@@ -24,16 +24,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
-from sqlalchemy.engine import URL
-
-from ..paimon.secrets import mask_url
 from .entities import DataLineage, LineageFilter, TableLineage
 from .errors import InvalidLineageArgumentError, LineageError
-from .url import DEFAULT_DATABASE
+from .meta_context import LineageMetaContext
 
 log = logging.getLogger(__name__)
 
@@ -69,28 +65,6 @@ class LineageMeta(Protocol):
     def sink_data_lineages(self, predicate: LineageFilter | None = None) -> Iterable[DataLineage]: ...
 
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class LineageMetaContext:
-    """What a factory gets: the catalog options (secrets included), and resolved parts.
-
-    ``options()`` is the proposal's accessor. ``url`` is the SQLAlchemy URL the
-    options' ``jdbc.url`` maps to (with credentials; never log it), ``database`` the
-    system database. ``retry`` is the retry policy the caller wants (or None).
-    """
-
-    option_map: Mapping[str, str] = field(default_factory=dict, repr=False)
-    url: URL | str | None = field(default=None, repr=False)
-    database: str = DEFAULT_DATABASE
-    retry: Any = None
-
-    def options(self) -> dict[str, str]:
-        return dict(self.option_map)
-
-    def __repr__(self) -> str:
-        store = "(default store)" if self.url is None else mask_url(self.url)
-        return f"LineageMetaContext(store={store}, database={self.database!r})"
 
 
 @runtime_checkable

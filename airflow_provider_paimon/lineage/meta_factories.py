@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .entities import DataLineage, LineageFilter, TableLineage
-from .meta import LineageMetaContext
+from .meta_context import LineageMetaContext
 
 JDBC = "jdbc"
 MEMORY = "memory"

@@ -19,6 +19,7 @@ from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.paimon import secrets
 
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
+from .jdbc import from_jdbc
 
 #: Default system database name (the Paimon lineage proposal's ``jdbc.database``).
 DEFAULT_DATABASE = "paimon"
@@ -110,9 +111,7 @@ def parse_url(url: str | URL | None) -> URL:
     raw = default_url() if url is None or url == "" else url
     register_url(raw)
     if isinstance(raw, str) and raw.strip().lower().startswith("jdbc:"):
-        from .meta_options import sqlalchemy_url  # the lineage proposal's JDBC form
-
-        jdbc = sqlalchemy_url(raw, where="lineage store URL")
+        jdbc = from_jdbc(raw.strip(), where="lineage store URL")  # the lineage proposal's form
         register_url(jdbc)
         return jdbc
     if isinstance(raw, str) and raw.startswith("postgres://"):
