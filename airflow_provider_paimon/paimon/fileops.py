@@ -149,29 +149,6 @@ def list_names(file_io: Any, directory: str) -> list[str]:
     return sorted(str(s.path).rstrip("/").rsplit("/", 1)[-1] for s in file_io.list_status(directory))
 
 
-def rename_dir(file_io: Any, src: str, dst: str) -> None:
-    """Move a whole directory in one step (a branch appears or disappears at once).
-
-    Raises ``FileExistsError`` if ``dst`` exists (POSIX rename would replace an empty
-    directory silently; we never want that).
-
-    Object stores have no directory rename (pyarrow's S3 ``move`` refuses one): there
-    the objects are copied and the source deleted, under a claim object created with a
-    real create-if-absent beside ``dst``, so of two racing creators exactly one copies
-    and the other gets ``FileExistsError``. Readers may see ``dst`` fill up during the
-    copy (object stores list prefixes, not directories).
-    """
-    lp_src, lp_dst = local_path(src), local_path(dst)
-    if lp_src is not None and lp_dst is not None:
-        if os.path.exists(lp_dst):
-            raise FileExistsError(dst)
-        os.rename(lp_src, lp_dst)
-        return
-    from .object_dirs import move_dir  # the object-store move, with its claim
-
-    move_dir(file_io, src, dst)
-
-
 def walk_files(file_io: Any, directory: str) -> list[str]:
     """Paths of every file under ``directory`` (recursive), for non-local file systems."""
     out: list[str] = []

@@ -19,6 +19,7 @@ partly filled; docs/storage.md says what that means for each branch operation.
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from typing import Any
 
@@ -59,12 +60,18 @@ def list_files(file_io: Any, directory: str) -> list[tuple[str, Any]]:
 def move_dir(file_io: Any, src: str, dst: str) -> None:
     """Move folder ``src`` to ``dst``; ``FileExistsError`` if ``dst`` exists.
 
-    Local paths use ``fileops.rename_dir`` (one atomic rename). Elsewhere the objects
-    are copied and then deleted, in the order explained in the module docstring, under
-    a claim object that makes two racing movers one winner and one ``FileExistsError``.
+    Local paths are one atomic rename (a branch appears or disappears at once; POSIX
+    rename would replace an empty ``dst`` silently, so an existing one is refused).
+    Object stores have no directory rename (pyarrow's S3 ``move`` refuses one): the
+    objects are copied and then deleted, in the order explained in the module
+    docstring, under a claim object that makes two racing movers one winner and one
+    ``FileExistsError``. Readers may see ``dst`` fill up during the copy.
     """
-    if fileops.local_path(src) is not None and fileops.local_path(dst) is not None:
-        fileops.rename_dir(file_io, src, dst)
+    local_src, local_dst = fileops.local_path(src), fileops.local_path(dst)
+    if local_src is not None and local_dst is not None:
+        if os.path.exists(local_dst):
+            raise FileExistsError(dst)
+        os.rename(local_src, local_dst)
         return
     if file_io.exists(dst):
         raise FileExistsError(dst)

@@ -8,7 +8,7 @@ import pyarrow as pa
 from pypaimon import Schema
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-from airflow_provider_paimon.paimon.lsm.changelog import use_input_changelog
+from airflow_provider_paimon.paimon.lsm.input_changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 
 from .scenarios import KEYS, PARTITION_KEYS, SCHEMA, as_tuples, table_options

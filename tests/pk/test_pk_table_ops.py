@@ -30,8 +30,8 @@ from airflow_provider_paimon.paimon.catchup import (
     compute_catch_up,
     consumed_from_consumer_file,
 )
-from airflow_provider_paimon.paimon.lsm.changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys
+from airflow_provider_paimon.paimon.lsm.input_changelog import use_input_changelog
 from airflow_provider_paimon.paimon.maintenance import expire_snapshots, remove_orphan_files
 from airflow_provider_paimon.paimon.maintenance.rollback import rollback
 from airflow_provider_paimon.paimon.schema.alter import alter_table

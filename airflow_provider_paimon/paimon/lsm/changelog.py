@@ -9,7 +9,7 @@ reader consumes (Paimon's changelog manifest of a snapshot lists their files):
   hands every row of its write buffer, in key and sequence order and before any merge,
   to the changelog writer (``SortBufferWriteBuffer.forEach``'s raw consumer), and the
   merged rows to the data writer. pypaimon 2.1 writes the *merged* rows as changelog
-  (a ``-U``/``+U`` pair of one write loses its ``-U``), so ``use_input_changelog``
+  (a ``-U``/``+U`` pair of one write loses its ``-U``), so ``input_changelog.use_input_changelog``
   makes a pypaimon table write do what Java does;
 - ``full-compaction``: a full compaction (output at the top level) emits the changes
   between the top level before and after it (``FullChangelogMergeFunctionWrapper``):
@@ -31,7 +31,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.common.options.core_options import ChangelogProducer
 
 from ..errors import InvalidArgumentError
 from ..option_values import parse_bool
@@ -186,28 +185,3 @@ def _as_kind(rows: pa.Table, kind: int, order: int) -> pa.Table:
 
 
 # ------------------------------------------------------------------ input changelog
-
-
-def use_input_changelog(table_write: Any, data_prefix: str | None) -> Any:
-    """Make pypaimon ``table_write`` store the raw input as changelog (``changelog-producer=input``).
-
-    A no-op unless the table is a primary-key table with the ``input`` producer and the
-    write publishes changelog (an overwrite does not, as in Java). Returns ``table_write``.
-    """
-    store_write = getattr(table_write, "file_store_write", None)
-    if store_write is None or store_write.changelog_producer != ChangelogProducer.INPUT:
-        return table_write
-    if not store_write.table.is_primary_key_table:
-        return table_write
-    from .input_changelog import RawChangelogWriter
-
-    prefix = changelog_prefix(data_prefix)
-    store_write.changelog_producer = ChangelogProducer.NONE  # pypaimon's merged changelog: off
-    create = store_write._create_data_writer
-
-    def create_writer(partition: tuple, bucket: int, options: Any) -> Any:
-        writer = create(partition, bucket, options)
-        return RawChangelogWriter.adopt(writer, prefix)
-
-    store_write._create_data_writer = create_writer
-    return table_write

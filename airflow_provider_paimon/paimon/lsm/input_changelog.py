@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pypaimon.common.options.core_options import ChangelogProducer
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
 from ..compaction.rewrite import FILE_SOURCE_APPEND
+from .changelog import changelog_prefix
 
 
 class RawChangelogWriter(KeyValueDataWriter):
@@ -48,3 +50,26 @@ class RawChangelogWriter(KeyValueDataWriter):
         writer = KvFileWriter(table, self.partition, self.bucket, 0, file_source=FILE_SOURCE_APPEND)
         writer.write_file(rows)
         self.committed_changelog_files.extend(writer.committed_files)
+
+
+def use_input_changelog(table_write: Any, data_prefix: str | None) -> Any:
+    """Make pypaimon ``table_write`` store the raw input as changelog (``changelog-producer=input``).
+
+    A no-op unless the table is a primary-key table with the ``input`` producer and the
+    write publishes changelog (an overwrite does not, as in Java). Returns ``table_write``.
+    """
+    store_write = getattr(table_write, "file_store_write", None)
+    if store_write is None or store_write.changelog_producer != ChangelogProducer.INPUT:
+        return table_write
+    if not store_write.table.is_primary_key_table:
+        return table_write
+    prefix = changelog_prefix(data_prefix)
+    store_write.changelog_producer = ChangelogProducer.NONE  # pypaimon's merged changelog: off
+    create = store_write._create_data_writer
+
+    def create_writer(partition: tuple, bucket: int, options: Any) -> Any:
+        writer = create(partition, bucket, options)
+        return RawChangelogWriter.adopt(writer, prefix)
+
+    store_write._create_data_writer = create_writer
+    return table_write

@@ -45,8 +45,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.lsm.after_commit import compact_after_write
-from airflow_provider_paimon.paimon.lsm.changelog import changelog_prefix, use_input_changelog
+from airflow_provider_paimon.paimon.lsm.changelog import changelog_prefix
 from airflow_provider_paimon.paimon.lsm.engines import RowKindCheck
+from airflow_provider_paimon.paimon.lsm.input_changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 from airflow_provider_paimon.paimon.merging_commit import merging_commit
