@@ -24,7 +24,7 @@ from airflow_provider_paimon.paimon.lsm.compact import compact_primary_keys, pla
 from airflow_provider_paimon.paimon.lsm.options import LsmOptions
 
 from . import lsm_checks, tables
-from .scenarios import READS_LEVEL0, VARIANTS, Feed, model_for, seed_for, steps
+from .scenarios import MODEL_TESTS_STEPS, READS_LEVEL0, VARIANTS, Feed, model_for, seed_for, steps
 
 SMALL_LSM = {"num-sorted-run.compaction-trigger": "3", "target-file-size": "2kb"}
 FULL_ONLY = {"partial-update-seq"}
@@ -50,7 +50,7 @@ def test_compaction_keeps_what_the_model_reads(warehouse, variant):
     first_row = variant not in READS_LEVEL0
     compactions = 0
     reader = tables.Reader()  # each split read once (tables.Reader): the checks are the same
-    for n, rows in enumerate(Feed(model, seed).commits(steps())):
+    for n, rows in enumerate(Feed(model, seed).commits(steps(MODEL_TESTS_STEPS))):
         tables.write(tables.reload(warehouse, "db.t"), rows)
         model.commit(rows)
         where = f"variant {variant} seed {seed} commit {n}"
