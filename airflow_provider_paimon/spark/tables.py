@@ -71,8 +71,14 @@ def batch_read_options(opts: PaimonOptions) -> PaimonOptions:
     """
     import dataclasses
 
-    from airflow_provider_paimon.paimon.batch_scan import batch_scan_options, check_with_pypaimon
+    from airflow_provider_paimon.paimon.batch_scan import (
+        batch_scan_mode,
+        batch_scan_options,
+        check_with_pypaimon,
+    )
 
+    if batch_scan_mode(opts.raw) == "default":
+        return opts  # nothing to resolve: no need to open the table for it
     given = [k for k, v in (("snapshot-id", opts.snapshot_id), ("tag", opts.tag)) if v is not None]
     resolved = batch_scan_options(open_table(opts, time_travel=False), opts.raw, tuple(given))
     if not resolved:
