@@ -354,25 +354,8 @@ class StreamPlanner:
         raise InvalidArgumentError(f"scan.mode {mode!r} is not supported")  # pragma: no cover
 
     def latest_full_compaction(self, latest: int) -> int | None:
-        """The newest snapshot ``compacted-full`` starts from; None when there is none.
-
-        Paimon's rule (``CompactedStartingScanner`` / ``FullCompactedStartingScanner``):
-        the newest COMPACT snapshot; with ``full-compaction.delta-commits`` = d, only one
-        whose commit identifier is a multiple of d or a batch commit's (a streaming
-        writer's full compactions fall on those). The caller starts from the latest
-        snapshot when there is none, as Paimon does. Walks back from the latest snapshot,
-        as Paimon's does, stopping at the first match.
-        """
-        every = int_option(options_map(self.table), "full-compaction.delta-commits", 1)
-        earliest = self.earliest_id() or 1
-        for snapshot_id in range(latest, earliest - 1, -1):
-            snap = self.snapshots.get_snapshot_by_id(snapshot_id)
-            if snap is None or snap.commit_kind != COMPACT:
-                continue
-            identifier = int(snap.commit_identifier)
-            if every is None or identifier % every == 0 or identifier == BATCH_IDENTIFIER:
-                return snapshot_id
-        return None
+        """The newest snapshot ``compacted-full`` starts from (:func:`latest_full_compaction`)."""
+        return latest_full_compaction(self.table, latest, self.snapshots)
 
     def _check_start_id(self, snapshot_id: int | None, latest: int | None) -> int:
         assert snapshot_id is not None
@@ -548,6 +531,37 @@ class StreamPlanner:
         for split in splits:
             split.is_streaming = True
         return splits
+
+
+def latest_full_compaction(table: Any, latest: int | None = None, snapshots: Any = None) -> int | None:
+    """The snapshot ``scan.mode=compacted-full`` reads; None when there is none.
+
+    Paimon's rule (``CompactedStartingScanner`` / ``FullCompactedStartingScanner``):
+    the newest COMPACT snapshot; with ``full-compaction.delta-commits`` = d, only one
+    whose commit identifier is a multiple of d or a batch commit's (a streaming
+    writer's full compactions fall on those). The caller reads the latest snapshot when
+    there is none, as Paimon does. Walks back from ``latest`` (default: the latest
+    snapshot), as Paimon's does, stopping at the first match. The one home of the rule:
+    streaming starts (``StreamPlanner.resolve_start``) and batch reads
+    (``batch_scan.batch_scan_options``) both ask it.
+    """
+    snapshots = snapshots if snapshots is not None else table.snapshot_manager()
+    if latest is None:
+        newest = snapshots.get_latest_snapshot()
+        if newest is None:
+            return None
+        latest = int(newest.id)
+    every = int_option(options_map(table), "full-compaction.delta-commits", 1)
+    earliest_snapshot = snapshots.try_get_earliest_snapshot()
+    earliest = earliest_snapshot.id if earliest_snapshot is not None else 1
+    for snapshot_id in range(latest, earliest - 1, -1):
+        snap = snapshots.get_snapshot_by_id(snapshot_id)
+        if snap is None or snap.commit_kind != COMPACT:
+            continue
+        identifier = int(snap.commit_identifier)
+        if every is None or identifier % every == 0 or identifier == BATCH_IDENTIFIER:
+            return snapshot_id
+    return None
 
 
 def check_primary_key_stream(table: Any, config: StreamScanConfig) -> str:

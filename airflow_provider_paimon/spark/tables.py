@@ -58,3 +58,31 @@ def _tag_names(tag_manager: Any) -> list[str]:
         return [str(name) for name in tag_manager.list_tags()]
     except Exception:  # noqa: BLE001 - listing is only for the error message
         return []
+
+
+def batch_read_options(opts: PaimonOptions) -> PaimonOptions:
+    """``opts`` for a batch read, with ``scan.mode`` resolved (``paimon.batch_scan``).
+
+    Done once on the driver when the read is defined: ``compacted-full`` becomes the
+    snapshot the rule picks then (so planning, the schema check, lineage and every
+    executor read that one snapshot), the modes pypaimon reads itself are handed to it
+    as a dynamic option and checked against the other scan options now. An unknown or
+    unsupported mode fails here, naming the accepted ones.
+    """
+    import dataclasses
+
+    from airflow_provider_paimon.paimon.batch_scan import (
+        batch_scan_mode,
+        batch_scan_options,
+        check_with_pypaimon,
+    )
+
+    if batch_scan_mode(opts.raw) == "default":
+        return opts  # nothing to resolve: no need to open the table for it
+    given = [k for k, v in (("snapshot-id", opts.snapshot_id), ("tag", opts.tag)) if v is not None]
+    resolved = batch_scan_options(open_table(opts, time_travel=False), opts.raw, tuple(given))
+    if not resolved:
+        return opts
+    opts = dataclasses.replace(opts, table_options={**opts.table_options, **resolved})
+    check_with_pypaimon(open_table(opts))
+    return opts

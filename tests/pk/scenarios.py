@@ -5,12 +5,15 @@ deletes (``-D``), update pairs (``-U`` then ``+U``) and, for tables with a
 ``sequence.field``, late rows (a sequence value below what the key already has) and
 ties. Engines that cannot take deletes get none (their refusal is tested apart).
 
-``PAIMON_PK_MODEL_STEPS`` (rows per variant, default 120) scales every model test;
-the suite runs 120 (its seeds are new every run, so runs add up); 300 and more are the
+``PAIMON_PK_MODEL_STEPS`` (rows per variant) scales every model test; unset, the
+suite runs 120 (``steps()``), and the two reference-model files (test_pk_model,
+test_pk_compaction_model) run ``MODEL_TESTS_STEPS`` = 150: they read each split of the
+table once (``tables.Reader``), which made a step about a quarter cheaper, so 150 steps
+cost what 120 did (CPU 56.1 s against 53.4-54.4 s, fixed seed, 2026-11-26, see
+docs/primary_keys.md). Seeds are new every run, so runs add up; 300 and more are the
 deep run (``PAIMON_PK_MODEL_STEPS=600 bash scripts/test.sh tests/pk``). Cost: the
-model tests read the whole table after every commit, so a step costs more the longer
-the history (test_pk_model + test_pk_compaction_model: 422 s at 300 on the loaded
-2-core VM, see docs/primary_keys.md).
+model tests read the table after every commit; without compaction a bucket's files
+grow with the history, so test_pk_model costs more than linearly.
 ``PAIMON_PK_MODEL_SEED`` fixes the seed (a failure prints the one it used).
 """
 
@@ -70,8 +73,12 @@ VARIANTS: dict[str, dict[str, str]] = {
 READS_LEVEL0 = {name for name, opts in VARIANTS.items() if opts.get("merge-engine") != "first-row"}
 
 
-def steps() -> int:
-    return int(os.environ.get("PAIMON_PK_MODEL_STEPS", "120"))
+#: steps of test_pk_model and test_pk_compaction_model when PAIMON_PK_MODEL_STEPS is unset
+MODEL_TESTS_STEPS = 150
+
+
+def steps(default: int = 120) -> int:
+    return int(os.environ.get("PAIMON_PK_MODEL_STEPS", str(default)))
 
 
 def seed_for(name: str) -> int:

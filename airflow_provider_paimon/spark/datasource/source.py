@@ -18,7 +18,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from ..connect_carry import CarriedOnConnect
 from ..options import PaimonOptions, parse_options
-from ..tables import open_table
+from ..tables import batch_read_options, open_table
 from .types import check_read_schema, table_spark_schema
 
 
@@ -82,7 +82,6 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
         from .reader import PaimonReader
 
         opts = self.paimon_options
-        table = open_table(opts)
         from .changelog_read import READ_CHANGELOG, read_changelog
 
         if read_changelog(opts.raw):
@@ -90,6 +89,8 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
                 f"option {READ_CHANGELOG!r} is for streaming reads (spark.readStream): a batch "
                 "read gives the table's rows as they are; drop the option"
             )
+        opts = batch_read_options(opts)  # scan.mode: compacted-full pins its snapshot now
+        table = open_table(opts)
         check_read_schema(schema, table_spark_schema(table), opts.table)
         if opts.partition_filter:
             from .partition_pruning import check_partition_filter

@@ -50,7 +50,7 @@ from airflow_provider_paimon.paimon.planning import Planner, unsupported_reason
 from ..branch import redirect as branch_redirect
 from ..datasource.types import arrow_to_spark_type, table_spark_schema
 from ..options import PaimonOptions, parse_options
-from ..tables import open_table
+from ..tables import batch_read_options, open_table
 from .filters import compile_filter
 
 NATIVE_FORMATS = ("parquet", "orc")
@@ -193,6 +193,7 @@ def plan_for(opts: PaimonOptions, filter_text: str | None, planner: str = "auto"
     """The read plan; ``planner``: ``auto`` (ours where it applies), ``pypaimon`` (the reference)."""
     if planner not in ("auto", "pypaimon"):
         raise InvalidArgumentError(f"planner must be 'auto' or 'pypaimon', got {planner!r}")
+    opts = batch_read_options(opts)  # scan.mode (compacted-full: the snapshot the rule picks)
     table = open_table(opts)
     schema = table_spark_schema(table)
     builder = table.new_read_builder()
