@@ -5,6 +5,12 @@ This class only wires Spark's entry points to the modules that do the work:
 imported lazily so that batch use never depends on them, ``streaming_reader.py``
 and ``streaming_writer.py`` (``readStream`` / ``writeStream``). Options are parsed
 once by ``options.parse_options``; see docs/datasource.md for the full list.
+
+Every new Python worker of a Spark task imports this module to find the class (Spark
+starts one per kind of work: looking the source up, creating it, planning, writing,
+committing), and each pays its imports. The modules that open a table (pypaimon's
+catalog, which imports pandas and pyarrow.dataset: ~2.7 s of CPU) are imported by the
+methods that open one, so the workers that only look the class up stay light.
 """
 
 from __future__ import annotations
@@ -18,8 +24,6 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from ..connect_carry import CarriedOnConnect
 from ..options import PaimonOptions, parse_options
-from ..tables import batch_read_options, open_table
-from .types import check_read_schema, table_spark_schema
 
 
 class PaimonDataSource(CarriedOnConnect, DataSource):
@@ -68,6 +72,9 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
         from .changelog_read import ROWKIND, changelog_schema, read_changelog
 
         opts = self.paimon_options
+        from ..tables import open_table  # heavy: see the module docstring
+        from .types import table_spark_schema
+
         table = open_table(opts)
         full = table_spark_schema(table)
         changes = read_changelog(opts.raw) and table.is_primary_key_table
@@ -89,6 +96,9 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
                 f"option {READ_CHANGELOG!r} is for streaming reads (spark.readStream): a batch "
                 "read gives the table's rows as they are; drop the option"
             )
+        from ..tables import batch_read_options, open_table  # heavy: see the module docstring
+        from .types import check_read_schema, table_spark_schema
+
         opts = batch_read_options(opts)  # scan.mode: compacted-full pins its snapshot now
         table = open_table(opts)
         check_read_schema(schema, table_spark_schema(table), opts.table)
