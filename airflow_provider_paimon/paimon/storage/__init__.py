@@ -8,10 +8,10 @@ from .atomicity import (
     MODES,
     Atomicity,
     CommitAtomicityError,
+    CommitLockTimeoutError,
     resolve,
 )
 from .commit_file_io import CommitSafeFileIO, create_if_absent, guard
-from .sql_lock import CommitLockTimeoutError
 
 __all__ = [
     "ATOMICITY",

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from ..errors import InvalidArgumentError
+from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..option_values import parse_int
 
 ATOMICITY = "commit.atomicity"
@@ -48,6 +48,10 @@ S3_SCHEMES = ("s3", "s3a", "s3n")
 
 DEFAULT_LEASE_S = 60
 DEFAULT_TIMEOUT_S = 120
+
+
+class CommitLockTimeoutError(ConcurrentModificationError):
+    """The commit lock stayed held by another committer for the whole timeout."""
 
 
 class CommitAtomicityError(InvalidArgumentError):

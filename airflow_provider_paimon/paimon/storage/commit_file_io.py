@@ -22,7 +22,6 @@ from pypaimon.common.file_io import FileIO
 
 from .atomicity import CONDITIONAL_PUT, LOCK, RENAME, Atomicity, CommitAtomicityError, resolve
 from .conditional_put import S3ConditionalPut
-from .sql_lock import SqlLock
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +35,13 @@ class AtomicCreate:
     def __init__(self, atomicity: Atomicity, options: Mapping[str, Any]) -> None:
         self.atomicity = atomicity
         self._put = S3ConditionalPut(options, atomicity.verify) if atomicity.mode == CONDITIONAL_PUT else None
-        self._lock = (
-            SqlLock(atomicity.lock_url or "", atomicity.lease_s, atomicity.timeout_s)
-            if atomicity.mode == LOCK
-            else None
-        )
+        self._lock = None
+        if atomicity.mode == LOCK:
+            # SQLAlchemy (~0.6 s of CPU to import) only where a lock is configured: every
+            # Python worker of a Spark write imports this module
+            from .sql_lock import SqlLock
+
+            self._lock = SqlLock(atomicity.lock_url or "", atomicity.lease_s, atomicity.timeout_s)
 
     def create(self, file_io: FileIO, path: str, text: str) -> bool:
         """Write ``path`` with ``text`` only if absent; ``False`` when it already exists."""

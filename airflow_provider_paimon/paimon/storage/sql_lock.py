@@ -25,9 +25,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ConcurrentModificationError
 from ..secrets import mask_url
-from .atomicity import LOCK_TIMEOUT, LOCK_URL, CommitAtomicityError
+from .atomicity import LOCK_TIMEOUT, LOCK_URL, CommitAtomicityError, CommitLockTimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +34,6 @@ TABLE = "paimon_commit_lock"
 _ENGINES: dict[str, Any] = {}
 _ENGINES_LOCK = threading.Lock()
 _TABLE_READY: set[str] = set()
-
-
-class CommitLockTimeoutError(ConcurrentModificationError):
-    """The commit lock stayed held by another committer for the whole timeout."""
 
 
 def _metadata() -> tuple[Any, Any]:
