@@ -84,6 +84,12 @@ _HOMES = {
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
+        if not name.startswith("_"):  # ``lineage.store`` and the like: the submodule
+            try:
+                return import_module(f".{name}", __name__)
+            except ModuleNotFoundError as err:
+                if err.name != f"{__name__}.{name}":
+                    raise
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(home, __name__), name)
     globals()[name] = value  # the next access is a plain attribute
