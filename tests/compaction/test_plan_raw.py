@@ -182,3 +182,27 @@ def test_compaction_through_the_raw_planner_commits_and_reads_back(warehouse, bu
     assert len(live_entries(table, latest_snapshot(table))) == files_before - result.files_before + result.files_after
     # nothing left that the rules would compact, by either planner
     assert _same(table)["bins"] == []
+
+
+def test_coordinator_seed_matches_the_pypaimon_seed(warehouse, monkeypatch):
+    """The streaming writer's coordinator seeds from raw entries too: same files, same metadata."""
+    from airflow_provider_paimon.paimon.compaction import coordinator as coordinator_module
+
+    table = _history(warehouse)
+    options = CompactionOptions.from_table(table, {"target-file-size": "1 mb"})
+
+    def seeded() -> dict:
+        view = coordinator_module.CompactCoordinator(table, options)
+        view.seed()
+        fields = table.partition_keys_fields
+        return {
+            key: sorted((f.file_name, f.physical_path(), repr(ManifestFileManager._to_avro_record(ManifestEntry(
+                kind=1, partition=GenericRow(list(key[0]), fields), bucket=key[1], total_buckets=-1, file=f))))
+                for f in files)
+            for key, files in view.bucket_files().items()
+        } | {"bins": [(b.partition, [f.file_name for f in b.files]) for b in view.plan()]}
+
+    ours = seeded()
+    monkeypatch.setattr(coordinator_module, "fast_plan_reason", lambda _table: "the reference")
+    assert ours == seeded()
+    assert ours["bins"]

@@ -38,6 +38,7 @@ from ..partitions import (
 from .errors import NotCompactableError, PartitionNotFoundError
 from .options import CompactionOptions
 from .raw_plan import (
+    RAW_READ_ERRORS,
     FileMetaBuilder,
     LiveRawEntries,
     fast_plan_reason,
@@ -51,8 +52,6 @@ log = logging.getLogger(__name__)
 PartitionFilter = Callable[[dict[str, Any]], bool]
 #: ``auto``: our streamed reader when it can read the table; ``pypaimon``: pypaimon's scan.
 PLANNERS = ("auto", "pypaimon")
-# what a manifest the fast reader cannot decode raises (the plan falls back to pypaimon)
-_RAW_READ_ERRORS = (KeyError, IndexError, TypeError, ValueError, EOFError)
 
 
 @dataclass(frozen=True)
@@ -176,7 +175,7 @@ def plan_compaction(
         if reason is None:
             try:
                 return _plan_from_raw(table, options, partition_filter, snap, plan)
-            except _RAW_READ_ERRORS as err:
+            except RAW_READ_ERRORS as err:
                 log.warning("compaction of %s is planned with pypaimon's scan: the fast manifest reader "
                             "failed (%s: %s)", table_name(table), type(err).__name__, err)
                 plan.bins, plan.files_scanned, plan.bytes_scanned, plan.candidates = [], 0, 0, 0
@@ -366,7 +365,7 @@ def _existing_partitions(table: Any, snapshot: Any) -> set[tuple]:
     if fast_plan_reason(table) is None:
         try:
             return live_partitions(table, snapshot)
-        except _RAW_READ_ERRORS as err:
+        except RAW_READ_ERRORS as err:
             log.warning("listing the partitions of %s with pypaimon's scan: the fast manifest reader "
                         "failed (%s: %s)", table_name(table), type(err).__name__, err)
     return {tuple(e.partition.values) for e in live_entries(table, snapshot)}

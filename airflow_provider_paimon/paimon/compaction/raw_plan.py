@@ -45,6 +45,8 @@ from ..planning import unsupported_reason
 from .scan import partition_dict
 
 KIND_ADD = 0
+#: What a manifest the fast reader cannot decode raises: the caller falls back to pypaimon's scan.
+RAW_READ_ERRORS = (KeyError, IndexError, TypeError, ValueError, EOFError)
 
 PartitionTest = Callable[[dict[str, Any]], bool]
 
