@@ -41,7 +41,7 @@ from pypaimon.table.bucket_mode import BucketMode
 from .errors import NotCompactableError
 from .options import CompactionOptions
 from .plan import CompactionBin, _is_candidate, _sort_key, check_compactable, pack_by_size
-from .raw_plan import RAW_READ_ERRORS, FileMetaBuilder, LiveRawEntries, fast_plan_reason
+from .raw_plan import RAW_READ_ERRORS, FileMetaBuilder, LiveRawEntries, fast_plan_reason, paused_gc
 from .scan import latest_snapshot, live_entries, table_name
 
 log = logging.getLogger(__name__)
@@ -194,10 +194,11 @@ class CompactCoordinator(SnapshotView):
             return
         builder = FileMetaBuilder(self.table)
         try:
-            for partition, e in LiveRawEntries(self.table, snapshot):
-                if _is_candidate(e, self.options):
-                    self._files.setdefault((partition, e.bucket), {})[e.file_name] = _Slot(
-                        builder.build(partition, e), e.total_buckets)
+            with paused_gc():
+                for partition, e in LiveRawEntries(self.table, snapshot):
+                    if _is_candidate(e, self.options):
+                        self._files.setdefault((partition, e.bucket), {})[e.file_name] = _Slot(
+                            builder.build(partition, e), e.total_buckets)
         except RAW_READ_ERRORS as err:
             log.warning("paimon coordinator: seeding %s with pypaimon's scan: the fast manifest reader "
                         "failed (%s: %s)", table_name(self.table), type(err).__name__, err)

@@ -43,6 +43,7 @@ from .raw_plan import (
     LiveRawEntries,
     fast_plan_reason,
     live_partitions,
+    paused_gc,
     scan_groups,
 )
 from .scan import latest_snapshot, live_entries, partition_dict, table_name
@@ -188,20 +189,22 @@ def _plan_from_raw(table: Any, options: CompactionOptions, partition_filter: Par
                    snap: Any, plan: CompactionPlan) -> CompactionPlan:
     """The plan from streamed raw entries; file metadata built for binned files only."""
     bucketed = table.bucket_mode() == BucketMode.HASH_FIXED
-    scanned = scan_groups(LiveRawEntries(table, snap, partition_filter),
-                          lambda f: _is_candidate(f, options), bucketed)
-    plan.files_scanned, plan.bytes_scanned = scanned.files_scanned, scanned.bytes_scanned
-    builder = FileMetaBuilder(table)
-    groups = scanned.groups
-    for key in sorted(groups, key=_sort_key):
-        group = groups.pop(key)  # its raw entries go once its bins are built
-        plan.candidates += sum(1 for f in group.files if _is_candidate(f, options))
-        packed = pack_bucket_in_order(group.files, options) if bucketed else pack_by_size(group.files, options)
-        for bin_files in packed:
-            plan.bins.append(CompactionBin(
-                partition=key[0], bucket=key[1], total_buckets=group.total_buckets,
-                files=tuple(builder.build(key[0], f) for f in bin_files),
-            ))
+    with paused_gc():
+        scanned = scan_groups(LiveRawEntries(table, snap, partition_filter),
+                              lambda f: _is_candidate(f, options), bucketed)
+        plan.files_scanned, plan.bytes_scanned = scanned.files_scanned, scanned.bytes_scanned
+        builder = FileMetaBuilder(table)
+        groups = scanned.groups
+        for key in sorted(groups, key=_sort_key):
+            group = groups.pop(key)  # its raw entries go once its bins are built
+            plan.candidates += sum(1 for f in group.files if _is_candidate(f, options))
+            packed = (pack_bucket_in_order(group.files, options) if bucketed
+                      else pack_by_size(group.files, options))
+            for bin_files in packed:
+                plan.bins.append(CompactionBin(
+                    partition=key[0], bucket=key[1], total_buckets=group.total_buckets,
+                    files=tuple(builder.build(key[0], f) for f in bin_files),
+                ))
     return plan
 
 

@@ -27,7 +27,9 @@ refused by ``check_compactable``) is not carried.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -76,6 +78,25 @@ class RawScan:
     groups: dict[tuple, RawGroup] = field(default_factory=dict)
     files_scanned: int = 0
     bytes_scanned: int = 0
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a plan builds millions of objects.
+
+    Every collection of the oldest generation walks every object alive, and a plan of
+    1,000,000 files creates several million (entries, file metadata, statistics rows)
+    that make no reference cycles: with the collector running, more than half of a
+    300,000-file plan's CPU went to it (12.7 s against 5.7 s). Reference counting still
+    frees everything; the collector is re-enabled (if it was) on the way out.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def fast_plan_reason(table: Any) -> str | None:
