@@ -35,7 +35,7 @@ the first three), each ours beside the baseline:
     is a candidate and lands in a bin, so every file's metadata is built), and 10%
     small (the rest at 200 MB, what a regularly compacted table looks like). The
     baseline runs up to ``--max-pypaimon-compaction-files`` (100,000: at 1,000,000 it
-    needs ~5 GB) and is extrapolated linearly beyond, which the output says.
+    needs ~3 GB) and is extrapolated linearly beyond, which the output says.
 
 ``compaction``
     Planning before and after a compaction of ``--compact-files`` small files into
@@ -420,7 +420,7 @@ def main() -> None:
     parser.add_argument("--compaction-files", type=int, default=100_000,
                         help="compaction-planning: N (N and 10N live files are planned)")
     parser.add_argument("--max-pypaimon-compaction-files", type=int, default=100_000,
-                        help="largest table the pypaimon-based compaction planner plans (~5 KB a file)")
+                        help="largest table the pypaimon-based compaction planner plans (~3 KB a file)")
     parser.add_argument("--json", default=None, help="also write the figures here")
     args = parser.parse_args()
     load = os.getloadavg()

@@ -160,7 +160,7 @@ def plan_compaction(
     ``planner``: ``auto`` streams the manifests with our reader and builds pypaimon's
     file metadata only for the files a bin rewrites (``raw_plan``), when the table is one
     it reads (``raw_plan.fast_plan_reason``), else pypaimon's scan as ``pypaimon``
-    (every live entry in memory: ~5 KB a file). Both choose the same bins.
+    (every live entry in memory: ~2.9 KB a file measured). Both choose the same bins.
     """
     if planner not in PLANNERS:
         raise InvalidArgumentError(f"unknown compaction planner {planner!r} (one of {', '.join(PLANNERS)})")
