@@ -1,6 +1,7 @@
 """Benchmark: metadata that stays small. Growth curves in one run, CPU seconds and RSS.
 
-Three parts (``--parts commits,planning,compaction``), each ours beside the baseline:
+Four parts (``--parts commits,planning,compaction,compaction-planning``; the default is
+the first three), each ours beside the baseline:
 
 ``commits``
     One more commit as the history grows: a table gets ``--commits`` one-row commits
@@ -26,6 +27,18 @@ Three parts (``--parts commits,planning,compaction``), each ours beside the base
     baseline of block skipping). No data file but the first 100 exists: planning never
     opens them.
 
+``compaction-planning``
+    Peak RSS and CPU of ``plan_compaction`` (append table, no buckets, 100 partitions)
+    at ``--compaction-files`` live files and 10x as many (default 100,000 and
+    1,000,000): ours (raw manifest entries streamed, ``DataFileMeta`` built only for
+    binned files) against the pypaimon-based planner (``planner="pypaimon"``: every
+    live ``ManifestEntry`` in memory), each plan in its own process. Two table shapes
+    from the same generated manifests: every file small (the worst case: every file
+    is a candidate and lands in a bin, so every file's metadata is built), and 10%
+    small (the rest at 200 MB, what a regularly compacted table looks like). The
+    baseline runs up to ``--max-pypaimon-compaction-files`` (100,000: at 1,000,000 it
+    needs ~3 GB) and is extrapolated linearly beyond, which the output says.
+
 ``compaction``
     Planning before and after a compaction of ``--compact-files`` small files into
     1/125 as many: the table is the shape pypaimon's commits leave (one manifest per
@@ -35,7 +48,9 @@ Three parts (``--parts commits,planning,compaction``), each ours beside the base
 
 Usage: ``python benchmarks/metadata_scale.py`` (10,000 commits, up to 1,000,000
 files, a 50,000-file compaction; about 20 minutes on 2 cores) or smaller:
-``--commits 1000 --max-files 100000 --compact-files 10000``.
+``--commits 1000 --max-files 100000 --compact-files 10000``; compaction planning:
+``--parts compaction-planning`` (100,000 and 1,000,000 files) or
+``--parts compaction-planning --compaction-files 10000``.
 """
 
 from __future__ import annotations
@@ -66,6 +81,7 @@ from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string())])
 PARTITIONS = 100
 WINDOW = 60
+LARGE_FILE = 200 << 20
 
 
 def rss_mb() -> float:
@@ -112,13 +128,16 @@ def real_entries(table) -> list:
     return [e for m in ManifestListManager(table).read_all(snap) for e in files.read(m.file_name, drop_stats=False)]
 
 
-def synthetic(template: list, count: int) -> list:
-    """``count`` ADD entries copied from ``template`` under new file names."""
+def synthetic(template: list, count: int, large_every: int = 0) -> list:
+    """``count`` ADD entries copied from ``template`` under new file names (with
+    ``large_every`` n, all but every n-th file are made 200 MB: not compaction candidates)."""
     out = []
     for k in range(count):
         src = template[k % len(template)]
         f = copy.copy(src.file)
         f.file_name = f"data-{uuid.uuid4()}-0.parquet"
+        if large_every and k % large_every:
+            f.file_size = LARGE_FILE
         out.append(ManifestEntry(kind=0, partition=src.partition, bucket=src.bucket,
                                  total_buckets=src.total_buckets, file=f))
     return out
@@ -191,7 +210,7 @@ def part_commits(args: argparse.Namespace, out: dict) -> None:
 # -- planning -----------------------------------------------------------------------
 
 
-def build_planning_table(warehouse: str, files: int) -> None:
+def build_planning_table(warehouse: str, files: int, large_every: int = 0) -> None:
     table = seeded_table(warehouse)
     template = real_entries(table)
     manifests = ManifestFileManager(table)
@@ -199,7 +218,7 @@ def build_planning_table(warehouse: str, files: int) -> None:
     metas, left, chunk = [], files - PARTITIONS, 100_000
     while left > 0:
         n = min(chunk, left)
-        metas += manifests.rolling_write(synthetic(template, n), target, f"manifest-{uuid.uuid4()}")
+        metas += manifests.rolling_write(synthetic(template, n, large_every), target, f"manifest-{uuid.uuid4()}")
         left -= n
     old = ManifestListManager(table).read_all(table.snapshot_manager().get_latest_snapshot())
     write_snapshot(table, list(old) + metas, files)
@@ -275,6 +294,85 @@ def part_planning(args: argparse.Namespace, out: dict) -> None:
     out["planning"] = rows
 
 
+# -- compaction planning -------------------------------------------------------------
+
+
+COMPACTION_PLAN_CHILD = r"""
+import gc, json, sys, time
+sys.path.insert(0, sys.argv[1])
+from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
+from airflow_provider_paimon.paimon.compaction.plan import plan_compaction
+warehouse, planner = sys.argv[2], sys.argv[3]
+def status(key):
+    return int([line for line in open("/proc/self/status") if line.startswith(key)][0].split()[1]) / 1024
+table = load_table(open_catalog(warehouse), "db.t")
+options = CompactionOptions.from_table(table)
+before = status("VmRSS:")
+start = time.process_time()
+plan = plan_compaction(table, options, planner=planner)
+cpu = time.process_time() - start
+# ours pauses the cyclic collector while planning: what it deferred is one full collection
+start = time.process_time()
+gc.collect()
+gc_cpu = time.process_time() - start
+# VmHWM, not ru_maxrss: Linux keeps the forking parent's high-water mark in ru_maxrss
+print(json.dumps({"cpu": cpu, "gc_cpu": gc_cpu, "rss_mb": status("VmHWM:"), "rss_before_mb": before,
+                  "files": plan.files_scanned, "binned": plan.files_before, "bins": len(plan.bins)}))
+"""
+
+
+def compaction_plan_in_child(warehouse: str, planner: str) -> dict:
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", COMPACTION_PLAN_CHILD, root, warehouse, planner],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _plan_line(label: str, m: dict) -> str:
+    return (f"{label} {m['cpu']:7.2f} s CPU (+{m['gc_cpu']:.2f} s a full gc.collect() after) "
+            f"{m['rss_mb']:6.0f} MB peak "
+            f"({m['rss_before_mb']:.0f} MB before planning; {m['binned']} files in {m['bins']} bins)")
+
+
+def part_compaction_planning(args: argparse.Namespace, out: dict) -> None:
+    sizes = [args.compaction_files, 10 * args.compaction_files]
+    shapes = (("all small", 0), ("10% small", 10))
+    print("\n== compaction planning (plan_compaction; CPU s, peak RSS MB; each plan in its own process) ==")
+    rows: dict = {}
+    for shape, large_every in shapes:
+        for files in sizes:
+            with tempfile.TemporaryDirectory() as wh:
+                start = time.monotonic()
+                build_planning_table(wh, files, large_every)
+                built = time.monotonic() - start
+                ours = compaction_plan_in_child(wh, "auto")
+                theirs = (compaction_plan_in_child(wh, "pypaimon")
+                          if files <= args.max_pypaimon_compaction_files else None)
+            assert ours["files"] == files
+            if theirs is not None:
+                assert (theirs["files"], theirs["binned"], theirs["bins"]) == (
+                    ours["files"], ours["binned"], ours["bins"])
+            rows[f"{shape}/{files}"] = {"ours": ours, "pypaimon": theirs, "built_s": built}
+            ref = _plan_line("pypaimon", theirs) if theirs else "pypaimon not run (--max-pypaimon-compaction-files)"
+            print(f"  {shape:9} {files:>9} files (made in {built:.0f} s): {_plan_line('ours', ours)} | {ref}",
+                  flush=True)
+        small, large = rows[f"{shape}/{sizes[0]}"], rows[f"{shape}/{sizes[1]}"]
+        for label, key in (("ours", "ours"), ("pypaimon", "pypaimon")):
+            a, b = small[key], large[key]
+            if a and b:
+                print(f"  {shape:9} {label}: {sizes[0]} -> {sizes[1]} files: CPU x{b['cpu'] / a['cpu']:.1f}, "
+                      f"peak RSS {a['rss_mb']:.0f} -> {b['rss_mb']:.0f} MB "
+                      f"({1024 * (b['rss_mb'] - a['rss_mb']) / (sizes[1] - sizes[0]):.2f} KB a file)")
+            elif a:
+                per_file = (a["rss_mb"] - a["rss_before_mb"]) / sizes[0]
+                print(f"  {shape:9} {label} at {sizes[1]} files, extrapolated from {sizes[0]}: "
+                      f"~{a['cpu'] * sizes[1] / sizes[0]:.0f} s CPU, "
+                      f"~{a['rss_before_mb'] + per_file * sizes[1]:.0f} MB peak "
+                      f"({1024 * per_file:.2f} KB a file over the {a['rss_before_mb']:.0f} MB before planning)")
+    out["compaction_planning"] = rows
+
+
 # -- compaction ---------------------------------------------------------------------
 
 
@@ -328,19 +426,25 @@ def main() -> None:
     parser.add_argument("--max-pypaimon-files", type=int, default=100_000,
                         help="largest table pypaimon's planner plans (1M takes ~2 min and ~3 GB)")
     parser.add_argument("--compact-files", type=int, default=50_000)
+    parser.add_argument("--compaction-files", type=int, default=100_000,
+                        help="compaction-planning: N (N and 10N live files are planned)")
+    parser.add_argument("--max-pypaimon-compaction-files", type=int, default=100_000,
+                        help="largest table the pypaimon-based compaction planner plans (~3 KB a file)")
     parser.add_argument("--json", default=None, help="also write the figures here")
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     out: dict = {"load": load}
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    unknown = parts - {"commits", "planning", "compaction"}
+    unknown = parts - {"commits", "planning", "compaction", "compaction-planning"}
     if unknown:
         parser.error(f"unknown part(s): {', '.join(sorted(unknown))}")
     if "planning" in parts:
         part_planning(args, out)
     if "compaction" in parts:
         part_compaction(args, out)
+    if "compaction-planning" in parts:
+        part_compaction_planning(args, out)
     if "commits" in parts:
         part_commits(args, out)
     load = os.getloadavg()

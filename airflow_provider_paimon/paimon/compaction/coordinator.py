@@ -21,7 +21,8 @@ handed to a worker are *reserved* until the worker is done, so they are never
 planned twice.
 
 Only candidates (files below ``target x ratio``) are kept, so memory is bounded by
-the small files alive, which is what compaction keeps small. Fixed-bucket tables are
+the small files alive, which is what compaction keeps small; the seeding scan streams
+raw manifest entries (``raw_plan``) and builds file metadata for those files only. Fixed-bucket tables are
 not handled here (their compaction must keep each bucket's order, which needs every
 file of the bucket): ``CompactCoordinator`` refuses them and the sink leaves them to
 ``CompactionOperator``.
@@ -40,6 +41,7 @@ from pypaimon.table.bucket_mode import BucketMode
 from .errors import NotCompactableError
 from .options import CompactionOptions
 from .plan import CompactionBin, _is_candidate, _sort_key, check_compactable, pack_by_size
+from .raw_plan import RAW_READ_ERRORS, FileMetaBuilder, LiveRawEntries, fast_plan_reason, paused_gc
 from .scan import latest_snapshot, live_entries, table_name
 
 log = logging.getLogger(__name__)
@@ -82,10 +84,14 @@ class SnapshotView:
         """Build the view from a scan of ``snapshot`` (default: the latest)."""
         snap = snapshot if snapshot is not None else latest_snapshot(self.table)
         self._files = {}
-        for entry in live_entries(self.table, snap):
-            self._add(entry)
+        self._seed_from(snap)
         self.snapshot_id = snap.id if snap is not None else 0
         self.scans += 1
+
+    def _seed_from(self, snapshot: Any) -> None:
+        """Fill the view from pypaimon's scan of ``snapshot`` (every live entry)."""
+        for entry in live_entries(self.table, snapshot):
+            self._add(entry)
 
     def catch_up(self, until: int | None = None) -> int:
         """Apply the deltas of the snapshots after the view's, up to ``until`` (default latest).
@@ -179,6 +185,25 @@ class CompactCoordinator(SnapshotView):
 
     def _keep(self, file: Any) -> bool:
         return _is_candidate(file, self.options)
+
+    def _seed_from(self, snapshot: Any) -> None:
+        """Stream the snapshot's raw entries and build file metadata for small files only
+        (``raw_plan``), so seeding a table of many large files costs what it keeps."""
+        if fast_plan_reason(self.table) is not None:
+            super()._seed_from(snapshot)
+            return
+        builder = FileMetaBuilder(self.table)
+        try:
+            with paused_gc():
+                for partition, e in LiveRawEntries(self.table, snapshot):
+                    if _is_candidate(e, self.options):
+                        self._files.setdefault((partition, e.bucket), {})[e.file_name] = _Slot(
+                            builder.build(partition, e), e.total_buckets)
+        except RAW_READ_ERRORS as err:
+            log.warning("paimon coordinator: seeding %s with pypaimon's scan: the fast manifest reader "
+                        "failed (%s: %s)", table_name(self.table), type(err).__name__, err)
+            self._files = {}
+            super()._seed_from(snapshot)
 
     # -- deciding ------------------------------------------------------------------
 
