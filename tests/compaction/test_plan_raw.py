@@ -169,6 +169,23 @@ def test_unreadable_manifests_fall_back_to_pypaimon(warehouse, monkeypatch, capl
     assert "fast manifest reader failed" in caplog.text
 
 
+def test_an_error_of_the_callers_partition_filter_is_raised_as_is(warehouse, monkeypatch, caplog):
+    """A filter's own KeyError is the caller's error: no fallback scan, no reader warning."""
+    table = make_table(warehouse, options=SMALL)
+    for i in range(3):
+        append(table, batch(i * 10, 10))
+    table = reload(warehouse)
+    fallbacks = []
+    monkeypatch.setattr(plan_module, "_plan_with_pypaimon", lambda *a, **k: fallbacks.append(a))
+
+    def bad_filter(partition):
+        return partition["no_such_column"] == "a"
+
+    with caplog.at_level("WARNING"), pytest.raises(KeyError, match="no_such_column"):
+        plan_compaction(table, CompactionOptions.from_table(table), partition_filter=bad_filter)
+    assert not fallbacks and "fast manifest reader failed" not in caplog.text
+
+
 @pytest.mark.parametrize("bucket", [None, 2])
 def test_compaction_through_the_raw_planner_commits_and_reads_back(warehouse, bucket):
     table = _history(warehouse, bucket=bucket)

@@ -41,6 +41,7 @@ from .raw_plan import (
     RAW_READ_ERRORS,
     FileMetaBuilder,
     LiveRawEntries,
+    PartitionFilterFailedError,
     fast_plan_reason,
     live_partitions,
     paused_gc,
@@ -176,6 +177,9 @@ def plan_compaction(
         if reason is None:
             try:
                 return _plan_from_raw(table, options, partition_filter, snap, plan)
+            except PartitionFilterFailedError as err:
+                cause = err.__cause__
+                raise (cause if cause is not None else err) from None  # the caller's own error
             except RAW_READ_ERRORS as err:
                 log.warning("compaction of %s is planned with pypaimon's scan: the fast manifest reader "
                             "failed (%s: %s)", table_name(table), type(err).__name__, err)

@@ -99,6 +99,11 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+class PartitionFilterFailedError(Exception):
+    """The caller's partition filter raised (its error is the cause): not a failure of
+    the reader, so the plan does not fall back to pypaimon's scan."""
+
+
 def fast_plan_reason(table: Any) -> str | None:
     """Why ``table`` is planned through pypaimon instead (None: the raw reader plans it)."""
     return unsupported_reason(table)
@@ -142,8 +147,11 @@ class LiveRawEntries:
         known = self._partitions.get(raw)
         if known is None:
             values = tuple(GenericRowDeserializer.from_bytes(raw, self.partition_fields).values)
-            keep = self.partition_filter is None or bool(
-                self.partition_filter(partition_dict(self.table, values)))
+            try:
+                keep = self.partition_filter is None or bool(
+                    self.partition_filter(partition_dict(self.table, values)))
+            except Exception as err:
+                raise PartitionFilterFailedError from err
             known = (values, keep)
             self._partitions[raw] = known
         return known
