@@ -36,33 +36,18 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from ..option_values import parse_bool
+from .after_commit_policy import WRITE_ONLY, Decision, warn_after_commit, write_only  # noqa: F401 - WRITE_ONLY: public here too
 from .coordinator import CompactCoordinator
 from .errors import NotCompactableError
-from .options import CompactionOptions, _table_option_map
+from .options import CompactionOptions
 from .scan import table_name
 from .worker import CompactJob, CompactWorker, Fault, PendingStore, recover
 
 log = logging.getLogger(__name__)
 
-WRITE_ONLY = "write-only"
 MAX_STREAMS = 8
-
-
-@dataclass
-class Decision:
-    """What one call did (returned for tests and logs)."""
-
-    # "off", "not-compactable", "busy", "nothing", "submitted", "refused"; primary keys
-    # also "compacted" (the commit waited for it: first-row, full compaction)
-    action: str
-    bins: int = 0
-    files: int = 0
-    small_files: int = 0
-    level0_files: int = 0  # primary-key tables: level-0 files after the decision
 
 
 class StreamCompaction:
@@ -113,13 +98,6 @@ _STREAMS: OrderedDict[tuple, Any] = OrderedDict()  # StreamCompaction / LsmStrea
 _LOCK = threading.Lock()
 
 
-def write_only(table: Any, options: Mapping[str, Any] | None) -> bool:
-    """``write-only`` from the query's options, else the table's (Paimon's rule)."""
-    merged = {str(k).lower(): v for k, v in _table_option_map(table).items()}
-    merged.update({str(k).lower(): v for k, v in dict(options or {}).items()})
-    return parse_bool(merged.get(WRITE_ONLY), f"option {WRITE_ONLY!r}", False)
-
-
 def compact_after_commit(
     table: Any,
     *,
@@ -156,15 +134,6 @@ def compact_after_commit(
     except Exception as err:  # noqa: BLE001 - the commit has landed; never fail it
         warn_after_commit(table, "scheduling its compaction", err)
         return None
-
-
-def warn_after_commit(table: Any, doing: str, err: BaseException) -> None:
-    """The warning when compaction after a landed commit fails (the write stands)."""
-    log.warning(
-        "paimon: the commit to %s succeeded, but %s failed (%s: %s); the next commit tries "
-        "again (set write-only=true and schedule CompactionOperator to compact it separately)",
-        table_name(table), doing, type(err).__name__, err,
-    )
 
 
 def _start(table: Any, commit_user: str, options: Mapping[str, Any] | None,

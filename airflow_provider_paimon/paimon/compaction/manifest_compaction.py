@@ -44,8 +44,8 @@ from .. import faults
 from ..commit_properties import RUN_KEYS
 from ..errors import ConcurrentModificationError
 from ..manifests import MergeOptions, full_compaction
-from .commit import compact_snapshot
 from .scan import table_name
+from .snapshot import compact_snapshot
 
 log = logging.getLogger(__name__)
 

@@ -18,17 +18,17 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConcurrentModificationError, InvalidArgumentError
-from ..maintenance.after_commit import check_write_options, expire_after_commit
+from ..maintenance.after_commit import check_write_options
 from ..snapshots import table_branch
 from .commit import CompactChange, commit_compaction
 from .errors import CompactionConflictError
 from .manifest_compaction import fold_deletes
 from .options import CompactionOptions
 from .plan import CompactionBin, CompactionPlan, PartitionFilter, plan_compaction
+from .result import CompactionResult, delete_attempt_files, expire_after_compaction
 from .rewrite import FILE_SOURCE_COMPACT, rewrite_files
 from .scan import table_name
 
@@ -36,44 +36,6 @@ log = logging.getLogger(__name__)
 
 # bins, target file size, data-file prefix -> new files per bin (same order)
 BinRewriter = Callable[[list[CompactionBin], int, str], list[list[Any]]]
-
-
-@dataclass
-class CompactionResult:
-    """Summary of a run, as the job prints it and the operator pushes to XCom."""
-
-    files_before: int = 0
-    bytes_before: int = 0
-    files_after: int = 0
-    bytes_after: int = 0
-    snapshot_id: int | None = None
-    committed: bool = False
-    duration_s: float = 0.0
-    bins: int = 0
-    attempts: int = 0
-    message: str = ""
-    dry_run: bool = False
-    plan: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "files_before": self.files_before,
-            "bytes_before": self.bytes_before,
-            "files_after": self.files_after,
-            "bytes_after": self.bytes_after,
-            "snapshot_id": self.snapshot_id,
-            "committed": self.committed,
-            "duration_s": round(self.duration_s, 3),
-            "bins": self.bins,
-            "attempts": self.attempts,
-            "message": self.message,
-            "dry_run": self.dry_run,
-        }
-        if self.plan is not None:
-            out["plan"] = self.plan
-        out.update(self.extra)
-        return out
 
 
 def rewrite_bins_locally(table: Any) -> BinRewriter:
@@ -175,7 +137,7 @@ def compact(
             )
             result.extra["commit_s"] = round(time.monotonic() - mark, 3)
         except CompactionConflictError as err:
-            _delete_attempt_files(table, plan.bins, prefix, keep=set())
+            delete_attempt_files(table, plan.bins, prefix, keep=set())
             if attempt > max_retries:
                 raise ConcurrentModificationError(
                     f"compaction of {table_name(table)} gave up after {attempt} attempts: {err}"
@@ -185,11 +147,11 @@ def compact(
         except ConcurrentModificationError:
             raise  # uncertain commit outcome: keep the files
         except BaseException:
-            _delete_attempt_files(table, plan.bins, prefix, keep=set())
+            delete_attempt_files(table, plan.bins, prefix, keep=set())
             raise
         committed_names = {f.file_name for c in changes for f in c.after}
         # Duplicate task attempts may have left files that no commit references.
-        _delete_attempt_files(table, plan.bins, prefix, keep=committed_names)
+        delete_attempt_files(table, plan.bins, prefix, keep=committed_names)
         result.snapshot_id = snapshot.id
         result.committed = True
         result.files_after = sum(len(c.after) for c in changes)
@@ -201,7 +163,7 @@ def compact(
         break
     result.extra["expired"] = None
     if result.committed:
-        result.extra["expired"] = _expire(table, branch, run_options, result)
+        result.extra["expired"] = expire_after_compaction(table, branch, run_options, result)
     result.duration_s = time.monotonic() - started
     return result
 
@@ -212,21 +174,6 @@ def _finish_fold(table: Any, commit_user: str, properties: Mapping[str, str] | N
     if folded is not None and folded.committed:
         result.extra["manifests"] = folded.to_dict()
         result.message += f"; {folded.message}"
-
-
-def _expire(table: Any, branch: str | None, run_options: Mapping[str, Any] | None,
-            result: CompactionResult) -> dict[str, Any] | None:
-    """Expire after the COMPACT commit, as Paimon Java's compaction jobs do.
-
-    Returns ``expire_after_commit``'s result without its file list (the XCom stays
-    small; the counts and ids say what went), or ``None`` when nothing was expired.
-    """
-    expired = expire_after_commit(table, branch=branch, options=run_options)
-    if not expired or not expired.get("expired_snapshot_ids"):
-        return None
-    ids = expired["expired_snapshot_ids"]
-    result.message += f"; expired snapshots {ids[0]}-{ids[-1]}"
-    return {k: v for k, v in expired.items() if k != "deleted_files"}
 
 
 def _fill_from_plan(result: CompactionResult, plan: CompactionPlan) -> None:
@@ -240,34 +187,3 @@ def _fill_from_plan(result: CompactionResult, plan: CompactionPlan) -> None:
         "files_scanned": plan.files_scanned,
         "candidates": plan.candidates,
     }
-
-
-def _delete_attempt_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
-    """Delete files named ``prefix*`` in the bins' bucket folders, except ``keep``."""
-    from .scan import resolve_path
-
-    folders = set()
-    for b in bins:
-        f = b.files[0]
-        resolve_path(table, b.partition, b.bucket, f)
-        path = f.physical_path()
-        if path and "/" in path:
-            folders.add(path.rsplit("/", 1)[0])
-    file_io = table.file_io
-    for folder in folders:
-        try:
-            statuses = file_io.list_status(folder)
-        except Exception:  # noqa: BLE001 - best effort cleanup
-            continue
-        for status in statuses:
-            name = _base_name(status)
-            if name.startswith(prefix) and name not in keep:
-                file_io.delete_quietly(f"{folder}/{name}")
-
-
-def _base_name(status: Any) -> str:
-    for attr in ("base_name", "path", "name"):
-        value = getattr(status, attr, None)
-        if value:
-            return str(value).rstrip("/").rsplit("/", 1)[-1]
-    return str(status).rstrip("/").rsplit("/", 1)[-1]

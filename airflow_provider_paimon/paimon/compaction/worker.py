@@ -48,8 +48,9 @@ from .commit import CompactChange, commit_compaction
 from .coordinator import KIND_ADD, delta_entries
 from .errors import CompactionConflictError
 from .plan import CompactionBin
+from .result import base_name, delete_attempt_files
 from .rewrite import delete_files
-from .runner import BinRewriter, _base_name, _delete_attempt_files, rewrite_bins_locally
+from .runner import BinRewriter, rewrite_bins_locally
 from .scan import latest_snapshot, live_entries, table_name
 
 log = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ class CompactWorker:
 
     def _delete_attempt(self, table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
         for name_prefix in self._prefixes(prefix):
-            _delete_attempt_files(table, bins, name_prefix, keep=keep)
+            delete_attempt_files(table, bins, name_prefix, keep=keep)
 
 
 def _done(result: JobResult, started: float) -> JobResult:
@@ -382,7 +383,7 @@ def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> s
         except Exception:  # noqa: BLE001 - best effort, the folder may be gone
             continue
         for status in statuses:
-            name = _base_name(status)
+            name = base_name(status)
             if name.startswith(prefixes) and name not in keep:
                 file_io.delete_quietly(f"{folder}/{name}")
                 deleted += 1

@@ -38,10 +38,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..compaction.after_commit_policy import Decision, warn_after_commit, write_only
 from ..compaction.commit import CompactChange, commit_compaction
 from ..compaction.coordinator import SnapshotView
 from ..compaction.errors import NotCompactableError
-from ..compaction.runner import CompactionResult
+from ..compaction.result import CompactionResult
 from ..compaction.scan import table_name
 from ..compaction.worker import (
     RENAME_ATTEMPTS,
@@ -101,8 +102,6 @@ def compact_after_write(
     ``written``: the ``(partition values, bucket)`` the commit added files to;
     ``options``: the write's own options over the table's. ``None`` when nothing ran.
     """
-    from ..compaction.after_commit import write_only
-
     try:
         if not written or not table.is_primary_key_table or write_only(table, options):
             return None
@@ -119,8 +118,6 @@ def compact_after_write(
     except NotCompactableError as err:
         log.info("paimon: the write to %s does not compact its table (%s)", table_name(table), err)
     except Exception as err:  # noqa: BLE001 - the commit has landed; never fail it
-        from ..compaction.after_commit import warn_after_commit
-
         warn_after_commit(table, "compacting the buckets it wrote", err)
     return None
 
@@ -166,8 +163,6 @@ class LsmStreamCompaction:
 
     def after_commit(self, table: Any, batch_id: int = -1,
                      properties: Mapping[str, str] | None = None) -> Any:
-        from ..compaction.after_commit import Decision
-
         self._collect()
         self.view.table = table
         self.view.catch_up()

@@ -44,7 +44,7 @@ from .. import faults
 from ..compaction.commit import KIND_ADD, KIND_DELETE, CompactChange, commit_compaction
 from ..compaction.errors import CompactionConflictError, NotCompactableError
 from ..compaction.plan import CompactionBin, PartitionFilter
-from ..compaction.runner import CompactionResult, _delete_attempt_files, _expire
+from ..compaction.result import CompactionResult, delete_attempt_files, expire_after_compaction
 from ..compaction.scan import latest_snapshot, live_entries, partition_dict, table_name
 from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..maintenance.after_commit import check_write_options
@@ -225,8 +225,8 @@ def unit_changes(units: list[LsmUnit], outputs: list[list[Any]]) -> list[Compact
 
 def delete_unit_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
     """Files of an attempt (data and changelog, by prefix) in the bins' folders, except ``keep``."""
-    _delete_attempt_files(table, bins, prefix, keep=keep)
-    _delete_attempt_files(table, bins, changelog_prefix(prefix), keep=keep)
+    delete_attempt_files(table, bins, prefix, keep=keep)
+    delete_attempt_files(table, bins, changelog_prefix(prefix), keep=keep)
 
 
 def rewrite_units_locally(table: Any) -> UnitRewriter:
@@ -363,7 +363,7 @@ def compact_primary_keys(
             f"in {len(plan.units)} buckets (snapshot {snapshot.id})"
         )
         break
-    result.extra["expired"] = _expire(table, branch, run_options, result) if result.committed and expire else None
+    result.extra["expired"] = expire_after_compaction(table, branch, run_options, result) if result.committed and expire else None
     result.duration_s = time.monotonic() - started
     return result
 
