@@ -26,6 +26,30 @@ import pytest
 VENV_BIN = str(Path(sys.executable).parent)
 AIRFLOW = os.path.join(VENV_BIN, "airflow")
 USER, PASSWORD = "admin", "real-airflow-pw"
+#: What the LocalExecutor's workers import before they take a task (``PRELOADED_WORKERS``):
+#: the worker's own module, the task runner, and what the example DAG files import (not
+#: the DAG files themselves).
+TASK_PRELOAD = (
+    "airflow.executors.local_executor",
+    "airflow.sdk.execution_time.task_runner",
+    "airflow_provider_paimon.hooks.paimon",
+    "airflow_provider_paimon.assets",
+    "airflow_provider_paimon.operators.spark_submit",
+    "airflow_provider_paimon.triggers.snapshot",
+)
+#: ``airflow_env`` overrides for a deployment that runs many tasks. Each task runs in a
+#: process forked from a LocalExecutor worker, and by default that process imports
+#: Airflow's task runner and then the DAG file's imports (pypaimon, pyarrow, pandas)
+#: before the task starts: 6-25 s per task on the loaded two-core machine (2026-11-26),
+#: for every task of every run. Workers started from a forkserver that imported them once
+#: inherit them instead (Airflow's own settings, made for Python 3.14's forkserver
+#: default); the DAG file is still parsed for each task, as always. The forkserver is a
+#: fresh interpreter started with the first task, so that task also waits for Airflow's
+#: own import: a deployment that runs a handful of tasks gains nothing from it.
+PRELOADED_WORKERS = {
+    "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
+    "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": ",".join(TASK_PRELOAD),
+}
 
 
 def free_port() -> int:
@@ -130,6 +154,11 @@ def airflow_env(home: Path, db_url: str, api_port: int, dags_folder: Path, **ove
         AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="2",
         AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
         AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=str(free_port()),
+        # A task's supervisor waits for its events at most this long; a task process that
+        # closed its sockets just before it exited is only seen gone after the wait, so a
+        # worker slot stayed taken ~5 s (the default) after each task had finished. It is
+        # also the least time between two task heartbeats (each a call to the api-server).
+        AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL="2",
     )
     env.update(overrides)
     return env
@@ -181,6 +210,11 @@ class AirflowProcesses:
                 with _gone():
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+        # whatever of a group outlived its leader (seen: an idle LocalExecutor worker of a
+        # forkserver, left running after its scheduler had stopped) goes too
+        for proc in self.procs.values():
+            with _gone():
+                os.killpg(proc.pid, signal.SIGKILL)
         self.procs.clear()
 
     def logs(self, tail: int = 2500) -> str:
@@ -244,8 +278,9 @@ class Api:
             return False
 
 
-def wait_for(what: str, check: Any, timeout: float, procs: AirflowProcesses, every: float = 2.0) -> Any:
-    """Poll ``check`` until truthy; fail with the components' logs on timeout or a death."""
+def wait_for(what: str, check: Any, timeout: float, procs: AirflowProcesses, every: float = 1.0) -> Any:
+    """Poll ``check`` until truthy (every ``every`` s: a REST call or a query each time);
+    fail with the components' logs on timeout or a death."""
     deadline = time.monotonic() + timeout
     while True:
         result = check()

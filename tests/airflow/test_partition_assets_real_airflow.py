@@ -26,7 +26,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from real_airflow import Api, airflow_env, airflow_processes, free_port, postgres_database, wait_for
+from real_airflow import (
+    PRELOADED_WORKERS,
+    Api,
+    airflow_env,
+    airflow_processes,
+    free_port,
+    postgres_database,
+    wait_for,
+)
 
 from airflow_provider_paimon.assets import asset_uri
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
@@ -149,6 +157,7 @@ def test_consumer_runs_once_per_partition_from_any_writer_and_the_deadline_fires
         PAIMON_PARTITIONS_CONSUMER=CONSUMER,
         PAIMON_PARTITIONS_POLL_SECONDS="1",
         PAIMON_TEST_DEADLINE_MARKER=str(marker),
+        **PRELOADED_WORKERS,  # some 15 tasks: each starts 5-20 s sooner
     )
     db = Metadata(metadata_db, asset_uri(warehouse, TABLE))
     api = Api(f"http://127.0.0.1:{api_port}")

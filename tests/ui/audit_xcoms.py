@@ -20,17 +20,6 @@ from airflow_provider_paimon.common.audit_summary import audit_summary, summary_
 
 from .airflow_server import Users, airflow_env
 
-AUDIT_DAG_SOURCE = """
-from airflow.sdk import DAG
-from airflow.providers.standard.operators.empty import EmptyOperator
-from airflow_provider_paimon.operators.audit import BranchAuditOperator
-
-with DAG("{dag_id}", schedule=None):
-    EmptyOperator(task_id="{task_id}")
-    BranchAuditOperator(task_id="audit_orders", table="dw.orders", branch="fix")
-    BranchAuditOperator(task_id="audit_odd", table="odd.dst", branch="fix")
-"""
-
 _SEED = """
 import json, sys
 from airflow.api.common.trigger_dag import trigger_dag

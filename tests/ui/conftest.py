@@ -1,4 +1,5 @@
-"""Shared UI-test fixtures: Debian's headless Chromium driven by Playwright."""
+"""Shared UI-test fixtures: the run's one Airflow api-server, Debian's headless Chromium
+driven by Playwright."""
 
 from __future__ import annotations
 
@@ -30,3 +31,14 @@ def browser():
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def ui_server(tmp_path_factory):
+    """The api-server every tests/ui module shares (tests/ui/shared_server.py): started when
+    the first module of the run (of this xdist worker) asks for it, stopped at the end. A
+    module sets its own lineage store, warehouse and audit reports with ``serving``."""
+    from .shared_server import shared_server
+
+    with shared_server(tmp_path_factory.mktemp("airflow-ui-shared")) as server:
+        yield server

@@ -1,9 +1,10 @@
 """Every endpoint a viewer can call stays bounded, in a real Airflow api-server (issue 30).
 
-One server for the module: a small SQLite lineage store in WAL mode (520 jobs, and a
-chain whose middle job only an admin may read), a warehouse with a table whose oldest
-snapshots were expired behind a stale ``EARLIEST`` hint, real DAGs with audit tasks
-and 510 audit results of other tables stored after the one asked for. Each test makes
+The run's api-server (tests/ui/shared_server.py) with this module's data: a small SQLite
+lineage store in WAL mode (520 jobs, and a chain whose middle job only an admin may
+read), a warehouse with a table whose oldest snapshots were expired behind a stale
+``EARLIEST`` hint, real DAGs with audit tasks and 510 audit results of other tables
+stored after the one asked for. Each test makes
 the request the way the attack did:
 
 * ``/api/audits?table=`` finds the asked table's audit although 510 newer audit
@@ -32,34 +33,12 @@ import pytest
 
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 
-from .airflow_server import api_server_process, login_token
-from .audit_xcoms import left_by_audit, report, seed_audits
+from .airflow_server import login_token
+from .audit_xcoms import left_by_audit, report
 from .history_tables import many_snapshots, table_dir
+from .shared_server import ALICE, BUSY_TABLES, audit_task
 
 pytestmark = pytest.mark.airflow
-ALICE = ("alice", "alice-test-pw")
-USERS = {ALICE[0]: ("viewer", ALICE[1])}
-DAG_SOURCE = """
-from airflow.sdk import DAG
-from airflow_provider_paimon.operators.audit import BranchAuditOperator
-
-with DAG("{dag_id}", schedule=None):
-{tasks}
-"""
-AUDITED = [f"busy.t{i}" for i in range(10)]
-
-
-def _dag(dag_id: str, tables: list[str]) -> str:
-    tasks = "\n".join(f'    BranchAuditOperator(task_id="audit_{t.replace(".", "_")}", table="{t}", branch="fix")'
-                      for t in tables)
-    return DAG_SOURCE.format(dag_id=dag_id, tasks=tasks)
-
-
-DAG_FILES = {
-    "ingest_dag.py": _dag("ingest_dag", ["dw.orders"]),
-    "report_dag.py": _dag("report_dag", ["mart.revenue"]),
-    "busy_dag.py": _dag("busy_dag", AUDITED),
-}
 GRAPH_JOBS = 520  # more than the graph's default page (500 jobs)
 
 
@@ -102,8 +81,8 @@ def _audits() -> list[dict]:
                              "key": "return_value", "value": report("dw.orders", "fix", [({"dt": "2024-01-01"}, 3, 1)])}])
     rows = []
     for run in range(51):
-        for t in AUDITED:
-            row = {"dag_id": "busy_dag", "run_id": f"r{run}", "task_id": f"audit_{t.replace('.', '_')}",
+        for t in BUSY_TABLES:
+            row = {"dag_id": "busy_dag", "run_id": f"r{run}", "task_id": audit_task(t),
                    "key": "return_value", "value": report(t, "fix", [({"dt": "2024-01-01"}, run, 0)])}
             rows += left_by_audit([row]) if t == "busy.t3" else [row]
     return target + rows
@@ -125,7 +104,9 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(ui_server, tmp_path_factory):
+    """The run's api-server (tests/ui/shared_server.py: ingest_dag, report_dag and busy_dag
+    with their audit tasks) reading this module's store and warehouse, with its audits."""
     home = tmp_path_factory.mktemp("airflow-ui-bounded")
     store_dir = home / "store"
     store_dir.mkdir()
@@ -133,17 +114,8 @@ def server(tmp_path_factory):
     _seed_store(store)
     warehouse = str(home / "warehouse")
     _seed_warehouse(warehouse)
-    tests_dir = str(Path(__file__).resolve().parents[1])
-    env = {
-        "PAIMON_LINEAGE_URL": f"sqlite:///{store}",
-        "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": warehouse}),
-        "PYTHONPATH": os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p),
-        "AIRFLOW__CORE__AUTH_MANAGER": "ui.dag_auth_manager.DagListAuthManager",
-        "PAIMON_TEST_DAG_READERS": json.dumps({ALICE[0]: ["ingest_dag"]}),
-    }
-    with api_server_process(home, env, users=USERS, dag_files=DAG_FILES) as (base, _proc):
-        seed_audits(home, env, USERS, _audits())
-        yield Server(base, store)
+    with ui_server.serving(f"sqlite:///{store}", warehouse=warehouse, audits=_audits()):
+        yield Server(ui_server.base, store)
 
 
 def test_audits_read_the_asked_tables_results_only(server):

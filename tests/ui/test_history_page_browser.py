@@ -1,8 +1,9 @@
 """The table history page in a real Airflow api-server, driven by headless Chromium.
 
-One server (a ``paimon_default`` connection naming a warehouse with a table that has
-branches, tags, a replace-main and a fast-forward; a 10,000-snapshot table; a table
-whose branch, tag and run names are markup) checks: the nav entry, no data without a
+One server (the run's shared one, tests/ui/shared_server.py; its ``paimon_default``
+connection names a warehouse with a table that has branches, tags, a replace-main and
+a fast-forward; a 10,000-snapshot table; a table whose branch, tag and run names are
+markup) checks: the nav entry, no data without a
 login, a 10,000-snapshot table answered in bounded pages, the lanes and kinds drawn,
 a click on a snapshot opening its lineage drill-down, and hostile names shown as text.
 Screenshots go to test-artifacts/ui/, or with PAIMON_UPDATE_DOCS_IMAGES=1 to
@@ -22,30 +23,21 @@ import pytest
 
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
 
-from .airflow_server import api_server_process, login_token
+from .airflow_server import login_token
 from .history_tables import XSS, history_scenario, hostile_table, many_snapshots
 from .seed import seed_chain
+from .shared_server import ALICE
 
 pytestmark = pytest.mark.airflow
 ROOT = Path(__file__).resolve().parents[2]
 #: PAIMON_UPDATE_DOCS_IMAGES=1 refreshes the committed screenshots; other runs leave docs/ alone
 IMAGES = ROOT / ("docs/images" if os.environ.get("PAIMON_UPDATE_DOCS_IMAGES") == "1" else "test-artifacts/ui")
-ALICE = ("alice", "alice-test-pw")
-DAG_SOURCE = """
-from airflow.sdk import DAG
-from airflow.providers.standard.operators.empty import EmptyOperator
-
-with DAG("{dag_id}", schedule=None):
-    EmptyOperator(task_id="{task_id}")
-"""
-DAG_FILES = {
-    "ingest_dag.py": DAG_SOURCE.format(dag_id="ingest_dag", task_id="load"),
-    "publish_dag.py": DAG_SOURCE.format(dag_id="publish_dag", task_id="replace"),
-}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(ui_server, tmp_path_factory):
+    """The run's api-server (tests/ui/shared_server.py: ingest_dag, which alice may read,
+    and publish_dag, which she may not) reading this module's warehouse and store."""
     home = tmp_path_factory.mktemp("airflow-history")
     warehouse = str(home / "warehouse")
     history_scenario(warehouse)
@@ -56,16 +48,8 @@ def server(tmp_path_factory):
     store = LineageStore.from_url(url)
     store.record_batch("ingest_dag.load", 1, [SnapshotRef("raw", "events", 1)], [SnapshotRef("db", "orders", 3)])
     store.close()
-    env = {
-        "PAIMON_LINEAGE_URL": url,
-        "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": warehouse}),
-        # alice may read ingest_dag only (tests/ui/dag_auth_manager.py)
-        "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[1]),
-                                                  os.environ.get("PYTHONPATH")) if p),
-        "AIRFLOW__CORE__AUTH_MANAGER": "ui.dag_auth_manager.DagListAuthManager",
-        "PAIMON_TEST_DAG_READERS": json.dumps({ALICE[0]: ["ingest_dag"]}),
-    }
-    with api_server_process(home, env, users={ALICE[0]: ("viewer", ALICE[1])}, dag_files=DAG_FILES) as (base, _p):
+    with ui_server.serving(url, warehouse=warehouse):
+        base = ui_server.base
         token = login_token(base)
         # the worker imports pypaimon/pyarrow on its first table request (5-10 s on a busy machine)
         assert _get(base, "/paimon-history/api/tables", token)[0] == 200

@@ -11,7 +11,6 @@ markup is shown as text in the page (headless Chromium).
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,19 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from .airflow_server import api_server_process, login_token
-from .audit_xcoms import AUDIT_DAG_SOURCE, left_by_audit, report, seed_audits
+from .airflow_server import login_token
+from .audit_xcoms import left_by_audit, report
 from .big_stores import XSS
 from .seed import seed_chain
+from .shared_server import ALICE
 
 pytestmark = pytest.mark.airflow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
-ALICE = ("alice", "alice-test-pw")
-USERS = {ALICE[0]: ("viewer", ALICE[1])}
-DAG_FILES = {
-    "ingest_dag.py": AUDIT_DAG_SOURCE.format(dag_id="ingest_dag", task_id="load"),
-    "report_dag.py": AUDIT_DAG_SOURCE.format(dag_id="report_dag", task_id="build"),
-}
 SEED = left_by_audit([  # oldest first, each report with the summary its audit stores
     {"dag_id": "ingest_dag", "run_id": "r1", "task_id": "audit_orders", "key": "return_value",
      "value": report("dw.orders", "fix", [({"dt": "2024-01-01"}, 12, 3), ({"dt": "2024-01-02"}, 0, 5)])},
@@ -71,20 +65,14 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(ui_server, tmp_path_factory):
+    """The run's api-server (tests/ui/shared_server.py: its DAGs have these audit tasks)
+    reading this module's store, with ``SEED`` stored while the module runs."""
     home = tmp_path_factory.mktemp("airflow-ui-audits")
     url = f"sqlite:///{home / 'lineage.db'}"
     seed_chain(url)
-    tests_dir = str(Path(__file__).resolve().parents[1])
-    env = {
-        "PAIMON_LINEAGE_URL": url,
-        "PYTHONPATH": os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p),
-        "AIRFLOW__CORE__AUTH_MANAGER": "ui.dag_auth_manager.DagListAuthManager",
-        "PAIMON_TEST_DAG_READERS": json.dumps({ALICE[0]: ["ingest_dag"]}),
-    }
-    with api_server_process(home, env, users=USERS, dag_files=DAG_FILES) as (base, _proc):
-        seed_audits(home, env, USERS, SEED)
-        yield Server(base)
+    with ui_server.serving(url, audits=SEED):
+        yield Server(ui_server.base)
 
 
 def test_audits_of_a_table_newest_first_with_rows_per_partition(server):

@@ -1,4 +1,4 @@
-"""The lineage page in a real Airflow api-server, driven by headless Chromium.
+"""The lineage page in a real Airflow api-server (the run's shared one), driven by headless Chromium.
 
 Checks: the plugin is registered through get_provider_info(), anonymous requests get
 no data, a logged-in user sees the seeded graph, the snapshot drill-down works, and
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .airflow_server import api_server, login_token
+from .airflow_server import login_token
 from .seed import seed_chain
 
 pytestmark = pytest.mark.airflow
@@ -23,12 +23,13 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(ui_server, tmp_path_factory):
+    """The run's api-server (tests/ui/shared_server.py) reading this module's store."""
     home = tmp_path_factory.mktemp("airflow-ui")
     url = f"sqlite:///{home / 'lineage.db'}"
     seed_chain(url, extra_tables=200)
-    with api_server(home, {"PAIMON_LINEAGE_URL": url}) as base:
-        yield base
+    with ui_server.serving(url):
+        yield ui_server.base
 
 
 def test_anonymous_gets_no_lineage(server):

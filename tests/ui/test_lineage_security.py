@@ -1,7 +1,8 @@
 """The lineage page's security in a real Airflow api-server (issue 13, items 3, 5 and 9).
 
-One server, one cached store (tests/ui/big_stores.py: 1M-row cyclic and hub graphs,
-a few DAG-named jobs and values another tool stored badly):
+One server (the run's shared one, tests/ui/shared_server.py), one cached store
+(tests/ui/big_stores.py: 1M-row cyclic and hub graphs, a few DAG-named jobs and values
+another tool stored badly):
 
 * every walk ends within its budget on the 1M-row graphs, says ``truncated``, and
   the server's memory stays bounded under concurrent requests;
@@ -14,32 +15,19 @@ a few DAG-named jobs and values another tool stored badly):
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from .airflow_server import api_server_process, group_rss, login_token
+from .airflow_server import group_rss, login_token
 from .big_stores import XSS, big_store
+from .shared_server import ALICE
 
 pytestmark = pytest.mark.airflow
-ALICE = ("alice", "alice-test-pw")
-DAG_SOURCE = """
-from airflow.sdk import DAG
-from airflow.providers.standard.operators.empty import EmptyOperator
-
-with DAG("{dag_id}", schedule=None):
-    EmptyOperator(task_id="{task_id}")
-"""
-DAG_FILES = {
-    "ingest_dag.py": DAG_SOURCE.format(dag_id="ingest_dag", task_id="load"),
-    "report_dag.py": DAG_SOURCE.format(dag_id="report_dag", task_id="build"),
-}
 #: Each request must answer within this (the walk's budget is 10 s; the rest is slack).
 REQUEST_BOUND_S = 15
 
@@ -63,17 +51,10 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    home = tmp_path_factory.mktemp("airflow-ui-security")
-    tests_dir = str(Path(__file__).resolve().parents[1])
-    env = {
-        "PAIMON_LINEAGE_URL": f"sqlite:///{big_store()}",
-        "PYTHONPATH": os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p),
-        "AIRFLOW__CORE__AUTH_MANAGER": "ui.dag_auth_manager.DagListAuthManager",
-        "PAIMON_TEST_DAG_READERS": json.dumps({ALICE[0]: ["ingest_dag"]}),
-    }
-    with api_server_process(home, env, users={ALICE[0]: ("viewer", ALICE[1])}, dag_files=DAG_FILES) as (base, proc):
-        yield Server(base, proc.pid, login_token(base), login_token(base, *ALICE))
+def server(ui_server):
+    """The run's api-server (tests/ui/shared_server.py) reading the cached 1M-row store."""
+    with ui_server.serving(f"sqlite:///{big_store()}"):
+        yield Server(ui_server.base, ui_server.pid, login_token(ui_server.base), login_token(ui_server.base, *ALICE))
 
 
 def test_api_description_needs_a_login(server):
