@@ -26,7 +26,7 @@ pypaimon.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,25 @@ class LiveFile:
     entry: RawEntry
     partition: tuple
     path: str
+
+
+def live_adds(manifests: list[Any], entries_of: Callable[[Any], Iterator[list[RawEntry]]],
+              key: Callable[[RawEntry], tuple]) -> Iterator[RawEntry]:
+    """The ADD entries no DELETE cancels, streamed in manifest order (Paimon's merge of a
+    snapshot's entries): the DELETE entries are read first, only from the manifests the
+    list says hold some, then every manifest's ADD entries go by. Memory: the deleted
+    keys plus one block. ``entries_of(meta)`` reads a manifest block by block (with the
+    caller's partition filter); ``key`` is ``FileEntry.Identifier``."""
+    deleted: set[tuple] = set()
+    for meta in manifests:
+        if meta.num_deleted_files:
+            for block in entries_of(meta):
+                deleted.update(key(e) for e in block if e.kind != KIND_ADD)
+    for meta in manifests:
+        for block in entries_of(meta):
+            for e in block:
+                if e.kind == KIND_ADD and not (deleted and key(e) in deleted):
+                    yield e
 
 
 def unsupported_reason(table: Any) -> str | None:
@@ -113,25 +132,13 @@ class Planner:
 
     def live_files(self) -> Iterator[LiveFile]:
         """Every live file the scan selects, in manifest order, streamed."""
-        manifests = self.manifests()
-        deleted: set[tuple] = set()
-        for meta in manifests:
-            if meta.num_deleted_files:
-                for block in self._entries(meta):
-                    deleted.update(self._key(e) for e in block if e.kind != KIND_ADD)
-        for meta in manifests:
-            for block in self._entries(meta):
-                for e in block:
-                    if e.kind != KIND_ADD:
-                        continue
-                    values, keep = self._partition(e.partition)
-                    if not keep:
-                        continue
-                    if deleted and self._key(e) in deleted:
-                        continue
-                    if self.stats_predicate is not None and not self._stats_match(e):
-                        continue
-                    yield LiveFile(e, values, e.external_path or self._dir(e) + e.file_name)
+        for e in live_adds(self.manifests(), self._entries, self._key):
+            values, keep = self._partition(e.partition)
+            if not keep:
+                continue
+            if self.stats_predicate is not None and not self._stats_match(e):
+                continue
+            yield LiveFile(e, values, e.external_path or self._dir(e) + e.file_name)
 
     def _key(self, e: RawEntry) -> tuple:
         """``FileEntry.Identifier`` with the partition's values, not its bytes (two writers

@@ -43,10 +43,9 @@ from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from ..manifest_reader import RawEntry, read_entries
-from ..planning import unsupported_reason
+from ..planning import live_adds, unsupported_reason
 from .scan import partition_dict
 
-KIND_ADD = 0
 #: What a manifest the fast reader cannot decode raises: the caller falls back to pypaimon's scan.
 RAW_READ_ERRORS = (KeyError, IndexError, TypeError, ValueError, EOFError)
 
@@ -128,19 +127,10 @@ class LiveRawEntries:
         if self.snapshot is None:
             return
         manifests = ManifestListManager(self.table).read_all(self.snapshot)
-        deleted: set[tuple] = set()
-        for meta in manifests:
-            if meta.num_deleted_files:
-                for block in self._blocks(meta):
-                    deleted.update(self._key(e) for e in block if e.kind != KIND_ADD)
-        for meta in manifests:
-            for block in self._blocks(meta):
-                for e in block:
-                    if e.kind != KIND_ADD:
-                        continue
-                    values, keep = self.partition(e.partition)
-                    if keep and not (deleted and self._key(e) in deleted):
-                        yield values, e
+        for e in live_adds(manifests, self._blocks, self._key):
+            values, keep = self.partition(e.partition)
+            if keep:
+                yield values, e
 
     def partition(self, raw: bytes) -> tuple[tuple, bool]:
         """A partition's values and whether the filter keeps it (cached by its bytes)."""
