@@ -37,7 +37,11 @@ from typing import Any, NamedTuple
 
 import fastavro
 
-__all__ = ["BLOCK_PARTITIONS_KEY", "RawEntry", "decode_manifest", "read_entries"]
+__all__ = ["BLOCK_PARTITIONS_KEY", "KIND_ADD", "KIND_DELETE", "RawEntry", "decode_manifest", "read_entries"]
+
+#: a manifest entry's ``_KIND``: the file is added / removed (Paimon's ``FileKind``)
+KIND_ADD = 0
+KIND_DELETE = 1
 
 #: Avro header metadata naming each block's single partition (see the module docstring)
 BLOCK_PARTITIONS_KEY = "paimon-provider.block-partitions"

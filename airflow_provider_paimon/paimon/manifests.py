@@ -36,9 +36,7 @@ from pypaimon.common.memory_size import MemorySize
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 
 from .errors import InvalidArgumentError
-
-KIND_ADD = 0
-KIND_DELETE = 1
+from .manifest_reader import KIND_ADD
 
 TARGET_FILE_SIZE = "manifest.target-file-size"
 MERGE_MIN_COUNT = "manifest.merge-min-count"

@@ -35,9 +35,7 @@ from pypaimon.table.row.binary_row import BinaryRow
 from pypaimon.table.row.generic_row import GenericRowDeserializer
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
-from .manifest_reader import RawEntry, read_entries
-
-KIND_ADD = 0
+from .manifest_reader import KIND_ADD, RawEntry, read_entries
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from pypaimon.write.commit.commit_scanner import CommitScanner
 from .. import faults
 from ..commit_properties import RUN_KEYS
 from ..errors import ConcurrentModificationError
+from ..manifest_reader import KIND_ADD, KIND_DELETE
 from ..manifests import merge_manifests
 from .errors import CompactionConflictError, RowCountMismatchError
 from .scan import partition_dict, table_name
@@ -57,8 +58,6 @@ from .snapshot import compact_snapshot
 
 log = logging.getLogger(__name__)
 
-KIND_ADD = 0
-KIND_DELETE = 1
 # Paimon's BatchWriteBuilder.COMMIT_IDENTIFIER: the identifier of batch commits.
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 

@@ -38,6 +38,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.table.bucket_mode import BucketMode
 
+from ..manifest_reader import KIND_ADD
 from .errors import NotCompactableError
 from .options import CompactionOptions
 from .plan import CompactionBin, _is_candidate, _sort_key, check_compactable, pack_by_size
@@ -46,7 +47,6 @@ from .scan import latest_snapshot, live_entries, table_name
 
 log = logging.getLogger(__name__)
 
-KIND_ADD = 0
 #: Further behind than this many snapshots, a scan is cheaper than reading each delta.
 DEFAULT_MAX_CATCH_UP = 200
 

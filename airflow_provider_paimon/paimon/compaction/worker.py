@@ -44,8 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ConcurrentModificationError
+from ..manifest_reader import KIND_ADD
 from .commit import CompactChange, commit_compaction
-from .coordinator import KIND_ADD, delta_entries
+from .coordinator import delta_entries
 from .errors import CompactionConflictError
 from .plan import CompactionBin
 from .result import base_name, delete_attempt_files

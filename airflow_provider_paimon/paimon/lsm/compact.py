@@ -41,13 +41,14 @@ from pypaimon.table.bucket_mode import BucketMode
 from pypaimon.write.commit.commit_scanner import CommitScanner
 
 from .. import faults
-from ..compaction.commit import KIND_ADD, KIND_DELETE, CompactChange, commit_compaction
+from ..compaction.commit import CompactChange, commit_compaction
 from ..compaction.errors import CompactionConflictError, NotCompactableError
 from ..compaction.plan import CompactionBin, PartitionFilter
 from ..compaction.result import CompactionResult, delete_attempt_files, expire_after_compaction
 from ..compaction.scan import latest_snapshot, live_entries, partition_dict, table_name
 from ..errors import ConcurrentModificationError, InvalidArgumentError
 from ..maintenance.after_commit import check_write_options
+from ..manifest_reader import KIND_ADD, KIND_DELETE
 from ..snapshots import table_branch
 from .changelog import LOOKUP_REFUSAL, changelog_prefix, changelog_producer, is_changelog_file
 from .levels import non_empty_highest_level, number_of_levels, overlapping, sorted_runs

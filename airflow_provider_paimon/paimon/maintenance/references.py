@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .. import fileops
+from ..manifest_reader import KIND_ADD
 from ..snapshots import TableLayout, branch_names, read_snapshot, read_tag, snapshot_ids, tag_names
 
-KIND_ADD = 0
 MANIFEST_DIR = "manifest"
 INDEX_DIR = "index"
 STATISTICS_DIR = "statistics"
