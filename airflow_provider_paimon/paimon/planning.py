@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.table.row.binary_row import BinaryRow
 from pypaimon.table.row.generic_row import GenericRowDeserializer
@@ -86,6 +87,47 @@ def unsupported_reason(table: Any) -> str | None:
     return None
 
 
+class EntryResolver:
+    """What a ``RawEntry`` needs from its table, cached: its value statistics (decoded with
+    the fields of the schema and columns that wrote them, as pypaimon decodes them) and
+    its bucket's directory (built once per partition and bucket: pypaimon built a path
+    factory twice per file). Read planning and compaction planning both use it."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self._stats_fields: dict[tuple, list] = {}
+        self._dirs: dict[tuple, str] = {}
+
+    def value_stats(self, e: RawEntry) -> SimpleStats:
+        fields = self._value_stats_fields(e)
+        return SimpleStats(
+            min_values=BinaryRow(e.stats_min, fields), max_values=BinaryRow(e.stats_max, fields),
+            null_counts=None if e.stats_null_counts is None else list(e.stats_null_counts),
+        )
+
+    def _value_stats_fields(self, e: RawEntry) -> list:
+        key = (e.schema_id, e.value_stats_cols, e.write_cols)
+        fields = self._stats_fields.get(key)
+        if fields is None:
+            table = self.table
+            schema = (table.table_schema if e.schema_id == table.table_schema.id
+                      else table.schema_manager.get_schema(e.schema_id))
+            record = {"_VALUE_STATS_COLS": None if e.value_stats_cols is None else list(e.value_stats_cols),
+                      "_WRITE_COLS": None if e.write_cols is None else list(e.write_cols)}
+            fields = ManifestFileManager._get_value_stats_fields(None, record, schema)
+            self._stats_fields[key] = fields
+        return fields
+
+    def bucket_dir(self, partition: tuple, bucket: int) -> str:
+        """The bucket's directory with a trailing ``/`` (pypaimon's canonical escaping)."""
+        key = (partition, bucket)
+        found = self._dirs.get(key)
+        if found is None:
+            found = canonical_data_file_path(self.table, partition, bucket, "X")[:-1]
+            self._dirs[key] = found
+        return found
+
+
 class Planner:
     """Plans one pypaimon ``TableScan`` (its snapshot and filter) with our reader."""
 
@@ -98,7 +140,7 @@ class Planner:
         self.manifest_dir = f"{table.table_path.rstrip('/')}/manifest"
         self.snapshot: Any = None
         self._partitions: dict[bytes, tuple[tuple, bool]] = {}
-        self._bucket_dirs: dict[tuple[bytes, int], str] = {}
+        self.resolver = EntryResolver(table)
         self.manifests_total = 0
         self.manifests_read = 0
 
@@ -136,7 +178,7 @@ class Planner:
                 continue
             if self.stats_predicate is not None and not self._stats_match(e):
                 continue
-            yield LiveFile(e, values, e.external_path or self._dir(e) + e.file_name)
+            yield LiveFile(e, values, e.external_path or self.resolver.bucket_dir(values, e.bucket) + e.file_name)
 
     def _key(self, e: RawEntry) -> tuple:
         """``FileEntry.Identifier`` with the partition's values, not its bytes (two writers
@@ -153,28 +195,9 @@ class Planner:
             self._partitions[raw] = known
         return known
 
-    def _dir(self, e: RawEntry) -> str:
-        key = (e.partition, e.bucket)
-        found = self._bucket_dirs.get(key)
-        if found is None:
-            probe = canonical_data_file_path(self.table, self._partition(e.partition)[0], e.bucket, "X")
-            found = probe[:-1]
-            self._bucket_dirs[key] = found
-        return found
-
     def _stats_match(self, e: RawEntry) -> bool:
         """pypaimon's own test of a file's value statistics (with schema evolution)."""
-        from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-
-        schema = (self.table.table_schema if e.schema_id == self.table.table_schema.id
-                  else self.table.schema_manager.get_schema(e.schema_id))
-        record = {"_VALUE_STATS_COLS": list(e.value_stats_cols) if e.value_stats_cols is not None else None,
-                  "_WRITE_COLS": list(e.write_cols) if e.write_cols is not None else None}
-        fields = ManifestFileManager._get_value_stats_fields(None, record, schema)
-        stats = SimpleStats(
-            min_values=BinaryRow(e.stats_min, fields), max_values=BinaryRow(e.stats_max, fields),
-            null_counts=list(e.stats_null_counts) if e.stats_null_counts is not None else None,
-        )
+        stats = self.resolver.value_stats(e)
         stats_fields: list[str] | None
         if e.value_stats_cols is None and e.write_cols is not None:
             stats_fields = list(e.write_cols)

@@ -34,16 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pypaimon.data.timestamp import Timestamp
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.data_file_meta import DataFileMeta
 from pypaimon.manifest.schema.simple_stats import SimpleStats
-from pypaimon.table.row.binary_row import BinaryRow
 from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer
-from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from ..manifest_reader import RawEntry, read_entries
-from ..planning import live_adds, unsupported_reason
+from ..planning import EntryResolver, live_adds, unsupported_reason
 from .scan import partition_dict
 
 #: What a manifest the fast reader cannot decode raises: the caller falls back to pypaimon's scan.
@@ -192,19 +189,17 @@ def live_partitions(table: Any, snapshot: Any) -> set[tuple]:
 class FileMetaBuilder:
     """Builds pypaimon's ``DataFileMeta`` of a ``RawEntry``, as pypaimon's reader would.
 
-    Value-statistics fields are resolved once per (schema, stats columns, write columns)
-    and bucket directories once per (partition, bucket).
+    Value statistics and bucket directories are resolved once each, by
+    ``planning.EntryResolver`` (as read planning resolves them).
     """
 
     def __init__(self, table: Any) -> None:
         self.table = table
-        self._stats_fields: dict[tuple, list] = {}
-        self._dirs: dict[tuple, str] = {}
+        self.resolver = EntryResolver(table)
         self._empty_key = GenericRow([], table.trimmed_primary_keys_fields)
         self._empty_key_stats = SimpleStats.empty_stats()
 
     def build(self, partition: tuple, e: RawEntry) -> DataFileMeta:
-        fields = self._value_stats_fields(e)
         meta = DataFileMeta(
             file_name=e.file_name,
             file_size=e.file_size,
@@ -212,11 +207,7 @@ class FileMetaBuilder:
             min_key=self._empty_key,
             max_key=self._empty_key,
             key_stats=self._empty_key_stats,
-            value_stats=SimpleStats(
-                min_values=BinaryRow(e.stats_min, fields),
-                max_values=BinaryRow(e.stats_max, fields),
-                null_counts=None if e.stats_null_counts is None else list(e.stats_null_counts),
-            ),
+            value_stats=self.resolver.value_stats(e),
             min_sequence_number=e.min_sequence_number,
             max_sequence_number=e.max_sequence_number,
             schema_id=e.schema_id,
@@ -232,27 +223,5 @@ class FileMetaBuilder:
             write_cols=None if e.write_cols is None else list(e.write_cols),
         )
         if not e.external_path:
-            meta.file_path = self._dir(partition, e.bucket) + e.file_name
+            meta.file_path = self.resolver.bucket_dir(partition, e.bucket) + e.file_name
         return meta
-
-    def _value_stats_fields(self, e: RawEntry) -> list:
-        key = (e.schema_id, e.value_stats_cols, e.write_cols)
-        fields = self._stats_fields.get(key)
-        if fields is None:
-            table = self.table
-            schema = (table.table_schema if e.schema_id == table.table_schema.id
-                      else table.schema_manager.get_schema(e.schema_id))
-            record = {"_VALUE_STATS_COLS": None if e.value_stats_cols is None else list(e.value_stats_cols),
-                      "_WRITE_COLS": None if e.write_cols is None else list(e.write_cols)}
-            fields = ManifestFileManager._get_value_stats_fields(None, record, schema)
-            self._stats_fields[key] = fields
-        return fields
-
-    def _dir(self, partition: tuple, bucket: int) -> str:
-        """The bucket's directory with a trailing ``/`` (pypaimon's canonical escaping)."""
-        key = (partition, bucket)
-        found = self._dirs.get(key)
-        if found is None:
-            found = canonical_data_file_path(self.table, partition, bucket, "X")[:-1]
-            self._dirs[key] = found
-        return found
