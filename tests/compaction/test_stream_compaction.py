@@ -232,7 +232,7 @@ def test_thread_ends_when_idle_and_nothing_grows_per_commit(warehouse):
 
 def test_recover_deletes_a_killed_jobs_files_and_keeps_a_committed_ones(warehouse):
     from airflow_provider_paimon.paimon.compaction.commit import CompactChange, commit_compaction
-    from airflow_provider_paimon.paimon.compaction.worker import _folders
+    from airflow_provider_paimon.paimon.compaction.result import bin_folders
 
     table = make_table(warehouse, options=SMALL)
     for i in range(3):
@@ -247,7 +247,7 @@ def test_recover_deletes_a_killed_jobs_files_and_keeps_a_committed_ones(warehous
 
         b = CompactionBin(part, bucket, entries[0].total_buckets, tuple(files))
         pending.write({"prefix": prefix, "base_snapshot": table.snapshot_manager().get_latest_snapshot().id,
-                       "folders": _folders(table, [b])})
+                       "folders": bin_folders(table, [b])})
         return rewrite_files(table, part, bucket, files, 1 << 30, FILE_SOURCE_COMPACT, prefix)
 
     def on_disk(prefix):

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..maintenance.after_commit import expire_after_commit
 from .plan import CompactionBin
+from .scan import resolve_path
 
 
 @dataclass
@@ -68,17 +69,8 @@ def expire_after_compaction(table: Any, branch: str | None, run_options: Mapping
 
 def delete_attempt_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
     """Delete files named ``prefix*`` in the bins' bucket folders, except ``keep``."""
-    from .scan import resolve_path
-
-    folders = set()
-    for b in bins:
-        f = b.files[0]
-        resolve_path(table, b.partition, b.bucket, f)
-        path = f.physical_path()
-        if path and "/" in path:
-            folders.add(path.rsplit("/", 1)[0])
     file_io = table.file_io
-    for folder in folders:
+    for folder in bin_folders(table, bins):
         try:
             statuses = file_io.list_status(folder)
         except Exception:  # noqa: BLE001 - best effort cleanup
@@ -87,6 +79,18 @@ def delete_attempt_files(table: Any, bins: list[CompactionBin], prefix: str, kee
             name = base_name(status)
             if name.startswith(prefix) and name not in keep:
                 file_io.delete_quietly(f"{folder}/{name}")
+
+
+def bin_folders(table: Any, bins: list[CompactionBin]) -> list[str]:
+    """The bucket folders the bins' files live in (sorted)."""
+    out = set()
+    for b in bins:
+        f = b.files[0]
+        resolve_path(table, b.partition, b.bucket, f)
+        path = f.physical_path()
+        if path and "/" in path:
+            out.add(path.rsplit("/", 1)[0])
+    return sorted(out)
 
 
 def base_name(status: Any) -> str:

@@ -49,7 +49,7 @@ from .commit import CompactChange, commit_compaction
 from .coordinator import delta_entries
 from .errors import CompactionConflictError
 from .plan import CompactionBin
-from .result import base_name, delete_attempt_files
+from .result import base_name, bin_folders, delete_attempt_files
 from .rewrite import delete_files
 from .runner import BinRewriter, rewrite_bins_locally
 from .scan import latest_snapshot, live_entries, table_name
@@ -203,7 +203,7 @@ class CompactWorker:
         prefix = f"data-compact-{uuid.uuid4().hex[:12]}-"
         base = latest_snapshot(table)
         record = {"prefix": prefix, "prefixes": self._prefixes(prefix), "base_snapshot": base.id if base else 0,
-                  "folders": _folders(table, job.bins), "host": socket.gethostname(), "pid": os.getpid()}
+                  "folders": bin_folders(table, job.bins), "host": socket.gethostname(), "pid": os.getpid()}
         if self.pending is not None:
             self.pending.write(record)
         bins = list(job.bins)
@@ -313,19 +313,6 @@ def _still_alive(table: Any, changes: list[CompactChange]) -> tuple[list[Compact
         ok = all((tuple(c.partition), c.bucket, f.file_name) in alive for f in c.before)
         (keep if ok else dropped).append(c)
     return keep, dropped
-
-
-def _folders(table: Any, bins: list[CompactionBin]) -> list[str]:
-    from .scan import resolve_path
-
-    out = set()
-    for b in bins:
-        f = b.files[0]
-        resolve_path(table, b.partition, b.bucket, f)
-        path = f.physical_path()
-        if path and "/" in path:
-            out.add(path.rsplit("/", 1)[0])
-    return sorted(out)
 
 
 def recover(table: Any, pending: PendingStore) -> list[str]:
