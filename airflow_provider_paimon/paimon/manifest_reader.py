@@ -361,6 +361,8 @@ def _decode_indexed(data: bytes, accept: Any) -> Iterator[list[RawEntry]] | None
     import json
 
     try:
+        if BLOCK_PARTITIONS_KEY not in read_header(data)[0]:
+            return None  # not split: fastavro reads the file
         container = read_container(data)
     except ValueError:
         return None
@@ -599,8 +601,9 @@ class Container:
         return None if value is None else decode_block_partitions(value)
 
 
-def read_container(data: bytes) -> Container:
-    """Split an Avro container file (``ValueError`` if it is not one)."""
+def read_header(data: bytes) -> tuple[dict[str, bytes], int]:
+    """An Avro container file's header metadata, and where its sync marker starts
+    (``ValueError`` if it is not one). Reads nothing past the header."""
     if data[:4] != b"Obj\x01":
         raise ValueError("not an Avro container file")
     metadata: dict[str, bytes] = {}
@@ -619,6 +622,12 @@ def read_container(data: bytes) -> Container:
             n, i = _read_long(data, i)
             metadata[key] = data[i:i + n]
             i += n
+    return metadata, i
+
+
+def read_container(data: bytes) -> Container:
+    """Split an Avro container file (``ValueError`` if it is not one)."""
+    metadata, i = read_header(data)
     sync = data[i:i + 16]
     i += 16
     header_size = i
