@@ -156,6 +156,20 @@ def empty_branch(warehouse: str, table: str, branch: str | None) -> int | None:
     return target.snapshot_manager().get_latest_snapshot().id
 
 
+def input_rows(progress: Any) -> int | None:
+    """The rows a micro-batch read (its progress record), None for a record of no batch.
+
+    A classic session's progress carries the total; a Spark Connect session's leaves it
+    empty and has it per source only.
+    """
+    total = progress.get("numInputRows")
+    if total is None:
+        counts = [src.get("numInputRows") for src in progress.get("sources") or []]
+        known = [int(c) for c in counts if c is not None]
+        total = sum(known) if known else None
+    return None if total is None else int(total)
+
+
 def run_stream(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Stream the source into the sink branch until drained (availableNow); return the result."""
     if not args.checkpoint:
@@ -183,7 +197,7 @@ def run_stream(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
     query.awaitTermination()
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
-    batches = [p for p in query.recentProgress if p.get("numInputRows") is not None]
+    batches = [p for p in query.recentProgress if input_rows(p) is not None]
     consumed = None
     for progress in query.recentProgress:
         for src in progress.get("sources") or []:
@@ -203,7 +217,7 @@ def run_stream(spark: Any, args: argparse.Namespace) -> dict[str, Any]:
         "sink_snapshot_id": sink_snapshot.id if sink_snapshot else None,
         "rows": sink_snapshot.total_record_count if sink_snapshot else 0,
         "micro_batches": len(batches),
-        "rows_read": sum(int(p.get("numInputRows") or 0) for p in batches),
+        "rows_read": sum(input_rows(p) or 0 for p in batches),
         "emptied_branch_snapshot_id": emptied,
         "checkpoint": args.checkpoint,
     }

@@ -18,7 +18,7 @@ from airflow_provider_paimon.lineage.store import LineageStore
 @pytest.fixture
 def captured(connect_spark, tmp_path):
     from airflow_provider_paimon.spark import register
-    from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
+    from airflow_provider_paimon.spark.lineage.capture import active_capture, enable_lineage_capture
 
     url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
     conf = {
@@ -31,10 +31,13 @@ def captured(connect_spark, tmp_path):
     register(connect_spark)  # the conf turns the capture on
     capture = enable_lineage_capture(connect_spark, force=False)  # the running one
     assert capture is not None and type(capture).__name__ == "ConnectCapture"
+    # what a job asks to report its lineage (dags/jobs/enrich_orders.py does)
+    assert active_capture(connect_spark) is capture and capture.config.job == "etl.connect"
     try:
         yield url
     finally:
         capture.close()
+        assert active_capture(connect_spark) is None
         for key in conf:
             connect_spark.conf.unset(key)
         register(connect_spark)

@@ -1,9 +1,11 @@
-"""The data-correction DAG end to end: ``dag.test()`` against real local Spark.
+"""The data-correction DAG end to end: ``dag.test()`` with its Spark jobs on a real server.
 
-Spark submits are the cost here (tag and branch in the failed run; corrected job,
+Its Spark jobs are the cost here (tag and branch in the failed run; corrected job,
 replace-main and the clean-up delete in its rerun), so there is one good run, the
-rerun; bad params fail at ``validate`` before any submit. The buggy "before" state is written with
-pypaimon (see conftest).
+rerun, and it runs them on the suite's Spark Connect server (the DAG's spark-submit
+path runs in test_correction_real_airflow.py and test_correction_dag_s3.py); bad
+params fail at ``validate`` before any job runs. The buggy "before" state is written
+with pypaimon (see conftest).
 """
 
 from __future__ import annotations
@@ -28,12 +30,21 @@ def _load_dag():
     return importlib.reload(data_correction).dag
 
 
-def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse, airflow_db, tmp_path, monkeypatch):
+def test_correction_dag_rerun_after_a_failed_job_replaces_main(
+    orders_warehouse, connect_server, airflow_db, tmp_path, monkeypatch
+):
     """A run whose corrected job fails, then the rerun with ``if_exists="skip"`` that finishes.
 
-    The first run's failure is forced (no submit for it): the corrected job raises, and
+    The first run's failure is forced (no job runs for it): the corrected job raises, and
     its sensor, which would wait for a job that never starts until its timeout, too.
+
+    The DAG's Spark jobs run on the suite's Spark Connect server here (``spark_default``
+    is a ``spark_connect`` connection): the correction over Connect, end to end. The same
+    DAG's spark-submit path runs in tests/e2e/test_correction_real_airflow.py (real
+    scheduler) and tests/e2e/test_correction_dag_s3.py (an S3 warehouse).
     """
+    from urllib.parse import urlparse
+
     from airflow.sdk.exceptions import AirflowException
     from correction_tasks import load_job_module, paimon_hook_for, read_rows
 
@@ -55,6 +66,10 @@ def test_correction_dag_rerun_after_a_failed_job_replaces_main(orders_warehouse,
         "backup_name": "main_before_fix1",
         "cleanup": True,
     }
+
+    server = urlparse(connect_server.url.replace("sc://", "http://"))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(
+        {"conn_type": "spark_connect", "host": server.hostname, "port": server.port, "login": "correction-e2e"}))
 
     def fails(self, context):
         raise AirflowException(f"forced failure of {self.task_id}")

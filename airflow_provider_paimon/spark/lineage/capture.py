@@ -67,7 +67,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from . import connect_capture
+from ..session_info import app_id, app_name, is_connect, session_key, spark_conf
+from . import connect_capture, connect_state
 from .config import FAIL, CaptureConfig, capture_config
 from .connect_capture import ConnectCapture
 from .event_log import EventLogTail, event_table
@@ -112,19 +113,6 @@ _captures: dict[Hashable, LineageCapture] = {}
 _captures_lock = threading.Lock()
 
 
-def _spark_conf(spark: Any) -> dict[str, str]:
-    """SparkConf plus runtime SQL conf (``spark.conf.set`` wins)."""
-    from ..session_info import spark_conf
-
-    return spark_conf(spark)
-
-
-def _session_key(spark: Any) -> Hashable:
-    from ..session_info import session_key
-
-    return session_key(spark)
-
-
 def enable_lineage_capture(spark: Any, *, force: bool = True) -> LineageCapture | ConnectCapture | None:
     """Start capturing lineage for ``spark``'s Paimon reads and writes; idempotent.
 
@@ -134,18 +122,16 @@ def enable_lineage_capture(spark: Any, *, force: bool = True) -> LineageCapture 
     context manager; ``close`` flushes), or None when not enabled. On a Spark Connect
     session the ``paimon`` source records at commit instead (``connect_capture``).
     """
-    from ..session_info import app_name, is_connect
-
-    key = _session_key(spark)
+    key = session_key(spark)
     if is_connect(spark):
-        conf = _spark_conf(spark)
+        conf = spark_conf(spark)
         connect_config = capture_config(conf, app_name(spark), force=force)
         return connect_capture.enable(spark, connect_config, conf) if connect_config.enabled else None
     with _captures_lock:
         existing = _captures.get(key)
         if existing is not None and not existing.closed:
             return existing
-        config = capture_config(_spark_conf(spark), app_name(spark), force=force)
+        config = capture_config(spark_conf(spark), app_name(spark), force=force)
         if not config.enabled:
             return None
         capture = LineageCapture(spark, config)
@@ -164,8 +150,16 @@ def enable_from_conf(spark: Any) -> LineageCapture | ConnectCapture | None:
     return enable_lineage_capture(spark, force=False)
 
 
-def active_capture(spark: Any) -> LineageCapture | None:
-    capture = _captures.get(_session_key(spark))
+def active_capture(spark: Any) -> LineageCapture | ConnectCapture | None:
+    """The session's running capture, or None: a job asks so it can report (and close) it.
+
+    On a Spark Connect session that is the capture its ``paimon`` source records with
+    (``connect_capture``); a job's ``capture.close()`` and ``capture.config.job`` work
+    on either kind.
+    """
+    if is_connect(spark):
+        return connect_state.running(spark)
+    capture = _captures.get(session_key(spark))
     return None if capture is None or capture.closed else capture
 
 
@@ -177,7 +171,7 @@ class LineageCapture:
     ) -> None:
         self.spark = spark
         self.config = config
-        self.conf = _spark_conf(spark)
+        self.conf = spark_conf(spark)
         if recorder is None:
             # no store (OpenLineage only): batch ids from the run, nothing written
             recorder = (
@@ -211,7 +205,6 @@ class LineageCapture:
         # The Airflow run and Spark application behind this job's commits, as their
         # snapshots' properties name them: kept with each barrier and on the events.
         from airflow_provider_paimon.paimon.commit_properties import commit_properties
-        from airflow_provider_paimon.spark.session_info import app_id
 
         self.run_properties = commit_properties(spark_app_id=app_id(spark))
         self.ol = CaptureOpenLineage(self.conf, config.job, spark, self.run_properties)
@@ -250,8 +243,8 @@ class LineageCapture:
             with contextlib.suppress(OSError):
                 os.remove(self.event_log)
             with _captures_lock:
-                if _captures.get(_session_key(self.spark)) is self:
-                    _captures.pop(_session_key(self.spark), None)
+                if _captures.get(session_key(self.spark)) is self:
+                    _captures.pop(session_key(self.spark), None)
             self.recorder.close()
 
     def __enter__(self) -> LineageCapture:

@@ -40,6 +40,12 @@ def remove(spark: Any, capture: Any) -> None:
             _captures.pop(key, None)
 
 
+def running(spark: Any) -> Any | None:
+    """The session's open capture (with or without a store), else None."""
+    capture = _captures.get(session_key(spark))
+    return None if capture is None or capture.closed else capture
+
+
 def active(spark: Any) -> Any | None:
     """The session's open capture that records to a store, else None."""
     capture = _captures.get(session_key(spark))
