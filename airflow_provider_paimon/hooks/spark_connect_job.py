@@ -47,6 +47,7 @@ from airflow_provider_paimon.hooks.spark_job import (
 )
 from airflow_provider_paimon.job_contract import JobAnswer
 from airflow_provider_paimon.paimon.secrets import register_secret, scrub
+from airflow_provider_paimon.spark.log_level import without_log_level
 
 #: Airflow's own connection type for Spark Connect (apache-airflow-providers-apache-spark)
 CONN_TYPE = "spark_connect"
@@ -159,7 +160,8 @@ class PaimonSparkConnectJobHook(BaseHook):
         self.family = family
         self.job_args = [str(a) for a in job_args]
         self.spark_conn_id = spark_conn_id
-        self.conf = {str(k): str(v) for k, v in (conf or {}).items()}
+        # the driver JVM's log level is spark-submit's business (the server has its own)
+        self.conf = {str(k): str(v) for k, v in without_log_level(conf or {}).items()}
         self._secret_options = dict(secret_options or {})
         self._secret_env = dict(secret_env or {})
         self._context_env = {str(k): str(v) for k, v in (context_env or {}).items()}

@@ -53,3 +53,22 @@ def with_log_level(conf: Mapping[str, Any], level: Any) -> dict[str, Any]:
     ours = f"-Dlog4j2.configurationFile={CONFIG_FILE.as_uri()} -D{LEVEL_PROPERTY}={checked}"
     out[DRIVER_JAVA_OPTIONS] = f"{existing} {ours}".strip()
     return out
+
+
+def without_log_level(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` without what ``with_log_level`` added (for a session whose driver already runs).
+
+    A Spark Connect server's driver started long ago with its own log configuration; the
+    option would only be refused there as a static conf. A user's own Java options stay.
+    """
+    out = dict(conf)
+    existing = str(out.get(DRIVER_JAVA_OPTIONS) or "")
+    ours = f"-Dlog4j2.configurationFile={CONFIG_FILE.as_uri()}"
+    if ours not in existing:
+        return out
+    kept = [part for part in existing.split() if part != ours and not part.startswith(f"-D{LEVEL_PROPERTY}=")]
+    if kept:
+        out[DRIVER_JAVA_OPTIONS] = " ".join(kept)
+    else:
+        out.pop(DRIVER_JAVA_OPTIONS)
+    return out

@@ -50,3 +50,16 @@ def test_users_java_options_are_kept_and_their_log_config_wins():
 def test_unknown_level_is_refused_when_the_dag_is_parsed(cls, kwargs, level):
     with pytest.raises(ValueError, match="spark_log_level must be one of OFF, FATAL, ERROR, WARN, INFO"):
         cls(task_id="t", spark_log_level=level, **kwargs)
+
+
+def test_a_connect_session_gets_no_driver_log_option_but_keeps_the_users():
+    """A Connect server's driver runs already: our log option would only be refused there
+    (and warned about on every task); a user's own Java options still reach it (and its warning)."""
+    from airflow_provider_paimon.spark.log_level import without_log_level
+
+    ours = with_log_level({"spark.sql.shuffle.partitions": "4"}, "WARN")
+    assert without_log_level(ours) == {"spark.sql.shuffle.partitions": "4"}
+    mixed = with_log_level({DRIVER_JAVA_OPTIONS: "-Dfoo=1 -Xss4m"}, "ERROR")
+    assert without_log_level(mixed) == {DRIVER_JAVA_OPTIONS: "-Dfoo=1 -Xss4m"}
+    users = {DRIVER_JAVA_OPTIONS: "-Dlog4j2.configurationFile=/etc/mine.properties"}
+    assert without_log_level(with_log_level(users, "WARN")) == users
