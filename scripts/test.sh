@@ -27,6 +27,9 @@ fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/ruff check airflow_provider_paimon tests dags benchmarks scripts
 .venv/bin/mypy airflow_provider_paimon
+# The project's own modules' bytecode, once (see scripts/bootstrap.sh: without it every
+# Spark Python worker and Airflow task process compiles the package again).
+.venv/bin/python -m compileall -q -j 0 airflow_provider_paimon dags tests >/dev/null 2>&1 || true
 # Two workers taking whole files (module fixtures stay per file): about half the suite
 # waits on other processes (spark-submit, Airflow components, SIGKILL-and-restart
 # streams), so the two cores overlap it. PAIMON_TEST_WORKERS=0 runs in one process.
