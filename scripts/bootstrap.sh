@@ -32,7 +32,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 
 # Cached bytecode, written once here. uv installs without it, and where
-# PYTHONDONTWRITEBYTECODE is set (as on this project's CI machine) Python never writes
+# PYTHONDONTWRITEBYTECODE is set (as on the machines this project runs on) Python never writes
 # it: every Python process (pytest's workers, Spark's Python workers, Airflow's task
 # processes, the demo's spark-submits) then compiles each module it imports from source,
 # ~4 s of CPU for pyspark + pypaimon + Airflow (measured 2026-11-27: 6.4-7.3 s of CPU for
