@@ -226,8 +226,7 @@ def unit_changes(units: list[LsmUnit], outputs: list[list[Any]]) -> list[Compact
 
 def delete_unit_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
     """Files of an attempt (data and changelog, by prefix) in the bins' folders, except ``keep``."""
-    delete_attempt_files(table, bins, prefix, keep=keep)
-    delete_attempt_files(table, bins, changelog_prefix(prefix), keep=keep)
+    delete_attempt_files(table, bins, (prefix, changelog_prefix(prefix)), keep=keep)
 
 
 def rewrite_units_locally(table: Any) -> UnitRewriter:
