@@ -82,8 +82,12 @@ def steps(default: int = 120) -> int:
 
 
 def seed_for(name: str) -> int:
+    """The test's seed, printed: pytest shows a failed test's output, so every failure
+    (an assertion without the seed in its message, an exception) says how to replay it."""
     fixed = os.environ.get("PAIMON_PK_MODEL_SEED")
-    return int(fixed) if fixed else random.SystemRandom().randrange(1 << 30)
+    seed = int(fixed) if fixed else random.SystemRandom().randrange(1 << 30)
+    print(f"{name}: seed {seed} (replay: PAIMON_PK_MODEL_SEED={seed}, same PAIMON_PK_MODEL_STEPS)")
+    return seed
 
 
 def table_options(variant: str, extra: dict[str, str] | None = None) -> dict[str, str]:
