@@ -1,7 +1,8 @@
 """Cascading correction (issue 17): fix ``ods.raw`` and everything derived from it, as one change.
 
 The pipeline ``ods.raw -> dwd.clean -> ads.mart`` (``dags/jobs/cascade_chain.py``: a
-batch ingest, a streaming clean-up, a batch mart) wrote a bad batch into ``ods.raw``.
+batch ingest of order events, a streaming clean-up into a primary-key table that applies
+them as inserts, updates and deletes, a batch mart) wrote a bad batch into ``ods.raw``.
 Triggered with that batch's snapshot, this DAG:
 
 1. plans from the lineage store which tables the bad snapshot reached and where each

@@ -1,12 +1,16 @@
 """A three-table pipeline for the cascade example: ``ods.raw -> dwd.clean -> ads.mart``.
 
-* ``ingest`` (batch): appends one batch of orders to ``ods.raw``. Batch numbers make
-  the rows: ``--version buggy`` writes batch 2 with amounts 1000x too large (the bug a
-  cascade corrects), ``fixed`` writes every batch right.
-* ``clean`` (streaming, ``availableNow``): ``ods.raw`` -> ``dwd.clean``, keeping valid
-  orders and a ``large`` flag, exactly once through ``--checkpoint``. On a run without
-  a checkpoint yet it first empties its sink (one empty OVERWRITE), so that a re-run on
-  a correction branch rebuilds the table from its corrected input.
+* ``ingest`` (batch): appends one batch of order events to ``ods.raw`` (an append
+  table: the change log of an orders database, Debezium's ``op`` ``c``/``u``/``d`` and
+  an event sequence ``seq``). Batch numbers make the rows: ``--version buggy`` writes
+  batch 2 with amounts 1000x too large (the bug a cascade corrects), ``fixed`` writes
+  every batch right; batch 3 also updates and deletes orders of batches 1 and 2.
+* ``clean`` (streaming, ``availableNow``): ``ods.raw`` -> ``dwd.clean``, a primary-key
+  table (``order_id``, ``sequence.field`` ``seq``, row kinds in ``kind``), keeping valid
+  orders and a ``large`` flag and applying each event as its row kind (``+I``, ``+U``,
+  ``-D``), exactly once through ``--checkpoint``. On a run without a checkpoint yet it
+  first empties its sink (one empty OVERWRITE), so that a re-run on a correction branch
+  rebuilds the table from its corrected input.
 * ``mart`` (batch): ``dwd.clean`` -> ``ads.mart``, revenue per customer, overwritten.
 
 No job names a branch: run under ``branch_redirects`` (a cascade's re-run) every read
@@ -27,26 +31,43 @@ RAW, CLEAN, MART = "ods.raw", "dwd.clean", "ads.mart"
 CUSTOMERS = ("ada", "bob", "cy")
 BUGGY_BATCH = 2
 LARGE_CENTS = 10_000
+# Later batches' changes to earlier orders: (batch, order id, op, amount in cents).
+# Batch 3 updates an order of the bad batch (its new amount is right in both versions),
+# deletes another one, and updates an order of batch 1.
+CHANGES = ((3, 201, "u", 2_777), (3, 202, "d", None), (3, 101, "u", 1_234))
+
+
+def _order(batch: int, i: int, version: str) -> dict[str, Any]:
+    amount = 500 + 1000 * i + batch
+    if version == "buggy" and batch == BUGGY_BATCH:
+        amount *= 1000
+    return {"order_id": batch * 100 + i, "customer": CUSTOMERS[(batch + i) % 3], "amount_cents": amount,
+            "op": "c", "seq": batch * 100 + i}
 
 
 def batch_rows(batch: int, version: str = "fixed") -> list[dict[str, Any]]:
-    """The orders of ingest batch ``batch``: four per batch, deterministic."""
-    rows = []
-    for i in range(4):
-        order_id = batch * 100 + i
-        amount = 500 + 1000 * i + batch
-        if version == "buggy" and batch == BUGGY_BATCH:
-            amount *= 1000
-        rows.append({"order_id": order_id, "customer": CUSTOMERS[(batch + i) % 3], "amount_cents": amount})
-    rows.append({"order_id": batch * 100 + 9, "customer": None, "amount_cents": -1})  # invalid: dropped by clean
+    """The order events of ingest batch ``batch``: four new orders, an invalid row and the
+    batch's ``CHANGES``, deterministic; ``seq`` orders every event of the pipeline."""
+    rows = [_order(batch, i, version) for i in range(4)]
+    rows.append({"order_id": batch * 100 + 9, "customer": None, "amount_cents": -1, "op": "c",
+                 "seq": batch * 100 + 9})  # invalid: dropped by clean
+    for n, (at, order_id, op, amount) in enumerate(c for c in CHANGES if c[0] == batch):
+        before = _order(order_id // 100, order_id % 100, "fixed")  # a delete carries the row it deletes
+        rows.append({**before, "amount_cents": before["amount_cents"] if amount is None else amount,
+                     "op": op, "seq": at * 100 + 50 + n})
     return rows
 
 
 def reference_clean(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``dwd.clean`` from scratch: the valid events, each key's latest (by ``seq``) unless deleted."""
+    latest: dict[int, dict[str, Any]] = {}
+    for r in sorted(raw, key=lambda r: r["seq"]):
+        if r["customer"] is not None and r["amount_cents"] >= 0:
+            latest[r["order_id"]] = r
     return [
         {"order_id": r["order_id"], "customer": r["customer"], "amount_cents": r["amount_cents"],
-         "large": r["amount_cents"] >= LARGE_CENTS}
-        for r in raw if r["customer"] is not None and r["amount_cents"] >= 0
+         "large": r["amount_cents"] >= LARGE_CENTS, "seq": r["seq"], "kind": "+U" if r["op"] == "u" else "+I"}
+        for _, r in sorted(latest.items()) if r["op"] != "d"
     ]
 
 
@@ -60,7 +81,8 @@ def reference_mart(clean: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def create_tables(warehouse: str) -> None:
-    """The three tables, empty (plain pypaimon; the example's setup)."""
+    """The three tables, empty (plain pypaimon; the example's setup): ``dwd.clean`` has a
+    primary key, the others are append tables."""
     import pyarrow as pa
     from pypaimon import CatalogFactory, Schema
 
@@ -68,18 +90,26 @@ def create_tables(warehouse: str) -> None:
     for db in ("ods", "dwd", "ads"):
         catalog.create_database(db, True)
     schemas = {
-        RAW: [("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64())],
-        CLEAN: [("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64()),
-                ("large", pa.bool_())],
-        MART: [("customer", pa.string()), ("orders", pa.int64()), ("revenue_cents", pa.int64())],
+        RAW: Schema.from_pyarrow_schema(pa.schema(
+            [("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64()),
+             ("op", pa.string()), ("seq", pa.int64())])),
+        CLEAN: Schema.from_pyarrow_schema(
+            pa.schema([pa.field("order_id", pa.int64(), nullable=False), ("customer", pa.string()),
+                       ("amount_cents", pa.int64()), ("large", pa.bool_()), ("seq", pa.int64()),
+                       ("kind", pa.string())]),
+            primary_keys=["order_id"],
+            options={"bucket": "2", "rowkind.field": "kind", "sequence.field": "seq"},
+        ),
+        MART: Schema.from_pyarrow_schema(pa.schema(
+            [("customer", pa.string()), ("orders", pa.int64()), ("revenue_cents", pa.int64())])),
     }
-    for name, fields in schemas.items():
-        catalog.create_table(name, Schema.from_pyarrow_schema(pa.schema(fields)), True)
+    for name, schema in schemas.items():
+        catalog.create_table(name, schema, True)
 
 
 def ingest(spark: Any, warehouse: str, batch: int, version: str) -> dict[str, Any]:
     frame = spark.createDataFrame(
-        batch_rows(batch, version), "order_id long, customer string, amount_cents long"
+        batch_rows(batch, version), "order_id long, customer string, amount_cents long, op string, seq long"
     )
     frame.write.format("paimon").option("warehouse", warehouse).option("table", RAW).mode("append").save()
     return {"job": "ingest", "batch": batch, "version": version}
@@ -119,11 +149,15 @@ def _empty(warehouse: str, table: str, branch: str | None) -> bool:
 def clean(spark: Any, warehouse: str, checkpoint: str) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
+    from airflow_provider_paimon.spark import with_row_kinds
+
     emptied = False if _checkpoint_started(checkpoint) else _empty(warehouse, CLEAN, _redirected_branch(spark, CLEAN))
     source = spark.readStream.format("paimon").option("warehouse", warehouse).option("table", RAW).load()
-    cleaned = source.where(F.col("customer").isNotNull() & (F.col("amount_cents") >= 0)).select(
-        "order_id", "customer", "amount_cents", (F.col("amount_cents") >= LARGE_CENTS).alias("large")
+    valid = source.where(F.col("customer").isNotNull() & (F.col("amount_cents") >= 0)).select(
+        "order_id", "customer", "amount_cents", (F.col("amount_cents") >= LARGE_CENTS).alias("large"), "seq", "op"
     )
+    # c -> +I, u -> +U, d -> -D; a key's events of one micro-batch are ordered by seq
+    cleaned = with_row_kinds(valid, "kind")
     query = (
         cleaned.writeStream.format("paimon").option("warehouse", warehouse).option("table", CLEAN)
         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()

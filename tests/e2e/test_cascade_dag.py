@@ -12,6 +12,11 @@ succeeded tasks keep their state and XCom, the failed one and everything after i
 again) and must finish the correction. The references are plain Python:
 each table recomputed from scratch on the corrected input (``cascade_chain.reference_*``),
 read back with plain pypaimon.
+
+``dwd.clean`` is a primary-key table fed with the raw events' updates and deletes
+(``sequence.field``, row kinds), the others are append tables: the correction, the
+catch-up waits, the audit and the publish (replace-main) run on both kinds, and the
+primary-key table's main, branch and backup are also read with pypaimon-rust.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ import time
 
 import pytest
 from dag_run_results import rerun_failed_tasks, table_rows, task_states, task_xcom
+from independent_reader import require, rust_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
-SORT = {"ods.raw": "order_id", "dwd.clean": "order_id", "ads.mart": "customer"}
+SORT = {"ods.raw": "seq", "dwd.clean": "order_id", "ads.mart": "customer"}
+CLEAN_COLUMNS = ("order_id", "customer", "amount_cents", "large", "seq", "kind")
 
 
 def _load():
@@ -40,6 +47,12 @@ def _load():
 def rows(warehouse: str, name: str, branch: str | None = None) -> list[dict]:
     """A table read with plain pypaimon (the reference reader)."""
     return table_rows(warehouse, name, SORT[name], branch)
+
+
+def check_clean_with_rust(warehouse: str, branch: str | None, expected: list[dict]) -> None:
+    """The primary-key table read by pypaimon-rust (shares no code with pypaimon) holds ``expected``."""
+    want = sorted((tuple(r[c] for c in CLEAN_COLUMNS) for r in expected), key=repr)
+    assert rust_rows(warehouse, "dwd.clean", branch=branch) == want, branch
 
 
 @contextlib.contextmanager
@@ -93,6 +106,7 @@ def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
     from airflow_provider_paimon.lineage.queries import upstream
     from airflow_provider_paimon.spark import register
 
+    require()
     dag, chain = _load()
     warehouse = str(tmp_path / "warehouse")
     url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
@@ -101,9 +115,13 @@ def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
     run_original_pipeline(spark, chain, warehouse, url, tmp_path)
 
     buggy_raw = [r for b in (1, 2, 3) for r in chain.batch_rows(b, "buggy")]
-    assert rows(warehouse, "ods.raw") == sorted(buggy_raw, key=lambda r: r["order_id"])
+    assert rows(warehouse, "ods.raw") == sorted(buggy_raw, key=lambda r: r["seq"])
     old = {name: rows(warehouse, name) for name in SORT}
-    assert old["ads.mart"] == chain.reference_mart(chain.reference_clean(buggy_raw))  # main is wrong
+    buggy_clean = chain.reference_clean(buggy_raw)
+    # the primary-key table took the events' updates and deletes (202 deleted, 201 and 101 updated)
+    assert old["dwd.clean"] == buggy_clean and 202 not in {r["order_id"] for r in buggy_clean}
+    check_clean_with_rust(warehouse, None, buggy_clean)
+    assert old["ads.mart"] == chain.reference_mart(buggy_clean)  # main is wrong
 
     conf = {
         "snapshot_id": 2, "correction": "fix", "reingest_batches": "2,3", "warehouse": warehouse,
@@ -141,7 +159,7 @@ def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
     fixed_raw = [r for b in (1, 2, 3) for r in chain.batch_rows(b, "fixed")]
     fixed_clean = chain.reference_clean(fixed_raw)
     expected = {
-        "ods.raw": sorted(fixed_raw, key=lambda r: r["order_id"]),
+        "ods.raw": sorted(fixed_raw, key=lambda r: r["seq"]),
         "dwd.clean": sorted(fixed_clean, key=lambda r: r["order_id"]),
         "ads.mart": chain.reference_mart(fixed_clean),
     }
@@ -149,6 +167,9 @@ def test_cascade_fails_reruns_and_corrects_raw_clean_and_mart_as_one_change(
         assert rows(warehouse, name) == expected[name], name
         assert rows(warehouse, name, "fix") == expected[name], name
         assert rows(warehouse, name, "before_fix") == old[name], name  # the old main, kept
+    assert fixed_clean != buggy_clean
+    for branch, want in ((None, fixed_clean), ("fix", fixed_clean), ("before_fix", buggy_clean)):
+        check_clean_with_rust(warehouse, branch, want)
 
     published = task_xcom(run, "cascade.publish")
     assert [e["table"] for e in published["tables"]] == ["ods.raw", "dwd.clean", "ads.mart"]

@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
+import pyarrow.parquet as pq
+
+from airflow_provider_paimon.paimon.compaction.scan import (
+    latest_snapshot,
+    live_entries,
+    resolve_path,
+)
 from airflow_provider_paimon.paimon.lsm.levels import overlapping
 from airflow_provider_paimon.paimon.lsm.rewrite import read_kv_files
+
+KEY_COLUMN = "_KEY_k"  # the key field besides the partition's p, as key-value files store it
 
 
 def buckets(table: Any) -> dict[tuple, list[Any]]:
@@ -32,10 +40,14 @@ def check_levels(table: Any, first_row: bool = False) -> None:
 
 
 def keys_of_buckets(table: Any, wanted: set[tuple]) -> set[tuple]:
-    """The (p, k) keys stored in the buckets ``wanted`` ((partition, bucket) pairs)."""
+    """The (p, k) keys stored in the buckets ``wanted`` ((partition, bucket) pairs): the
+    key columns of every file (read alone: the model tests ask before each compaction)."""
     out: set[tuple] = set()
     for (partition, bucket), files in buckets(table).items():
         if (partition, bucket) in wanted:
-            rows = read_kv_files(table, partition, bucket, files)
-            out |= set(zip(rows.column("p").to_pylist(), rows.column("k").to_pylist(), strict=True))
+            for f in files:
+                resolve_path(table, partition, bucket, f)
+                with table.file_io.new_input_stream(f.physical_path()) as stream:
+                    keys = pq.ParquetFile(stream).read(columns=[KEY_COLUMN], use_threads=False)
+                out |= {(partition[0], k) for k in keys.column(KEY_COLUMN).to_pylist()}
     return out

@@ -7,14 +7,16 @@ ties. Engines that cannot take deletes get none (their refusal is tested apart).
 
 ``PAIMON_PK_MODEL_STEPS`` (rows per variant) scales every model test; unset, the
 suite runs 120 (``steps()``), and the two reference-model files (test_pk_model,
-test_pk_compaction_model) run ``MODEL_TESTS_STEPS`` = 150: they read each split of the
-table once (``tables.Reader``), which made a step about a quarter cheaper, so 150 steps
-cost what 120 did (CPU 56.1 s against 53.4-54.4 s, fixed seed, 2026-11-26, see
-docs/primary_keys.md). Seeds are new every run, so runs add up; 300 and more are the
-deep run (``PAIMON_PK_MODEL_STEPS=600 bash scripts/test.sh tests/pk``). Cost: the
-model tests read the table after every commit; without compaction a bucket's files
-grow with the history, so test_pk_model costs more than linearly.
-``PAIMON_PK_MODEL_SEED`` fixes the seed (a failure prints the one it used).
+test_pk_compaction_model) run ``MODEL_TESTS_STEPS`` = 180: they read each split of the
+table once (``tables.Reader``) and decode each data file once (``kept_files``), and
+the compaction's sweep and commit got cheaper, so 180 steps cost what 150 did (paired
+runs at the same load, fixed seed, 2026-11-27, see docs/primary_keys.md). Seeds are
+new every run, so runs add up; 300 and more are the deep run
+(``PAIMON_PK_MODEL_STEPS=600 bash scripts/test.sh tests/pk``). Cost: the model tests
+read the table after every commit; without compaction a bucket's files grow with the
+history, so test_pk_model costs more than linearly.
+``PAIMON_PK_MODEL_SEED`` fixes the seed; every model test prints the one it used, so a
+failure's output names it.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ READS_LEVEL0 = {name for name, opts in VARIANTS.items() if opts.get("merge-engin
 
 
 #: steps of test_pk_model and test_pk_compaction_model when PAIMON_PK_MODEL_STEPS is unset
-MODEL_TESTS_STEPS = 150
+MODEL_TESTS_STEPS = 180
 
 
 def steps(default: int = 120) -> int:
@@ -82,8 +84,12 @@ def steps(default: int = 120) -> int:
 
 
 def seed_for(name: str) -> int:
+    """The test's seed, printed: pytest shows a failed test's output, so every failure
+    (an assertion without the seed in its message, an exception) says how to replay it."""
     fixed = os.environ.get("PAIMON_PK_MODEL_SEED")
-    return int(fixed) if fixed else random.SystemRandom().randrange(1 << 30)
+    seed = int(fixed) if fixed else random.SystemRandom().randrange(1 << 30)
+    print(f"{name}: seed {seed} (replay: PAIMON_PK_MODEL_SEED={seed}, same PAIMON_PK_MODEL_STEPS)")
+    return seed
 
 
 def table_options(variant: str, extra: dict[str, str] | None = None) -> dict[str, str]:

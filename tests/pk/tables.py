@@ -11,6 +11,7 @@ from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.lsm.input_changelog import use_input_changelog
 from airflow_provider_paimon.paimon.lsm.retracts import with_delete_counts
 
+from .kept_files import kept_file_reads
 from .scenarios import KEYS, PARTITION_KEYS, SCHEMA, as_tuples, table_options
 
 
@@ -77,11 +78,14 @@ class Reader:
     the splits are tiny, and threads only add overhead under the GIL). The model tests
     read after each commit and each compaction; between two reads most buckets keep
     their files (about 40% of the files they would read again at 300 steps).
-    ``reads`` / ``reused`` count the splits each way.
+    ``reads`` / ``reused`` count the splits each way. A split read again merges files
+    most of which an earlier read decoded: each file is decoded once
+    (``kept_files.kept_file_reads``), its merge runs on every read.
     """
 
     def __init__(self) -> None:
         self._rows: dict[tuple, list[tuple]] = {}
+        self._files: dict = {}  # each data file decoded once (kept_files)
         self.reads = 0
         self.reused = 0
 
@@ -99,10 +103,11 @@ class Reader:
                 fresh.append((key, split))
         if fresh:
             reader = builder.new_read()
-            for key, split in fresh:
-                got = reader.to_arrow([split], parallelism=1)
-                rows = as_tuples(got) if got is not None else []
-                self._rows[key] = rows
-                self.reads += 1
-                out.extend(rows)
+            with kept_file_reads(self._files):
+                for key, split in fresh:
+                    got = reader.to_arrow([split], parallelism=1)
+                    rows = as_tuples(got) if got is not None else []
+                    self._rows[key] = rows
+                    self.reads += 1
+                    out.extend(rows)
         return sorted(out, key=repr)

@@ -84,7 +84,7 @@ def commit_compaction(
     max_rename_attempts: int = 10,
     *,
     rows_change: bool = False,
-    check: Callable[[Any, list[ManifestEntry]], None] | None = None,
+    check: Callable[[Any, list[ManifestEntry], list[ManifestEntry]], None] | None = None,
     fold: bool = True,
 ) -> Snapshot:
     """Commit ``changes`` as one COMPACT snapshot and return it.
@@ -98,8 +98,9 @@ def commit_compaction(
     longer alive, and ``RowCountMismatchError`` when the new files do not hold exactly
     the removed files' rows. ``rows_change=True`` (primary-key compaction: merging
     versions changes the count) skips that check; the snapshot's record counts follow
-    the change either way. ``check(latest, entries)`` runs with each attempt's base
-    snapshot before anything is written and may raise ``CompactionConflictError``.
+    the change either way. ``check(latest, entries, live)`` runs with each attempt's base
+    snapshot (``live``: its entries of the changed partitions, read once for both
+    checks) before anything is written and may raise ``CompactionConflictError``.
     """
     changes = [c for c in changes if c.before or c.after]
     if not changes:
@@ -129,9 +130,10 @@ def commit_compaction(
             raise CompactionConflictError(
                 f"{table_name(table)} has no snapshot any more; nothing to compact against"
             )
-        _check_still_alive(table, scanner, latest, entries)
+        alive = scanner.read_all_entries_from_changed_partitions(latest, entries)
+        _check_still_alive(table, latest, entries, alive)
         if check is not None:
-            check(latest, entries)
+            check(latest, entries, alive)
 
         unique = uuid.uuid4()
         base_list = f"manifest-list-{unique}-0"
@@ -240,12 +242,11 @@ def _changelog_entries(table: Any, changes: list[CompactChange]) -> list[Manifes
     ]
 
 
-def _check_still_alive(table: Any, scanner: Any, latest: Any, entries: list[ManifestEntry]) -> None:
-    """Every DELETE must hit a file alive in ``latest``; every ADD must be new."""
-    alive = {
-        (tuple(e.partition.values), e.bucket, e.file.file_name)
-        for e in scanner.read_all_entries_from_changed_partitions(latest, entries)
-    }
+def _check_still_alive(table: Any, latest: Any, entries: list[ManifestEntry],
+                       live: list[ManifestEntry]) -> None:
+    """Every DELETE must hit a file alive in ``latest`` (``live``: its entries of the
+    changed partitions); every ADD must be new."""
+    alive = {(tuple(e.partition.values), e.bucket, e.file.file_name) for e in live}
     for e in entries:
         key = (tuple(e.partition.values), e.bucket, e.file.file_name)
         if e.kind == KIND_DELETE and key not in alive:

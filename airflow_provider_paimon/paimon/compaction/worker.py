@@ -49,7 +49,7 @@ from .commit import CompactChange, commit_compaction
 from .coordinator import delta_entries
 from .errors import CompactionConflictError
 from .plan import CompactionBin
-from .result import base_name, bin_folders, delete_attempt_files
+from .result import bin_folders, delete_attempt_files, folder_names
 from .rewrite import delete_files
 from .runner import BinRewriter, rewrite_bins_locally
 from .scan import latest_snapshot, live_entries, table_name
@@ -292,8 +292,7 @@ class CompactWorker:
         return [prefix]
 
     def _delete_attempt(self, table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
-        for name_prefix in self._prefixes(prefix):
-            delete_attempt_files(table, bins, name_prefix, keep=keep)
+        delete_attempt_files(table, bins, tuple(self._prefixes(prefix)), keep=keep)
 
 
 def _done(result: JobResult, started: float) -> JobResult:
@@ -367,11 +366,10 @@ def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> s
     file_io = table.file_io
     for folder in record.get("folders") or []:
         try:
-            statuses = file_io.list_status(folder)
+            names = folder_names(file_io, folder)
         except Exception:  # noqa: BLE001 - best effort, the folder may be gone
             continue
-        for status in statuses:
-            name = base_name(status)
+        for name in names:
             if name.startswith(prefixes) and name not in keep:
                 file_io.delete_quietly(f"{folder}/{name}")
                 deleted += 1

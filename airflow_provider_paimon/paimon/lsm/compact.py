@@ -36,9 +36,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.table.bucket_mode import BucketMode
-from pypaimon.write.commit.commit_scanner import CommitScanner
 
 from .. import faults
 from ..compaction.commit import CompactChange, commit_compaction
@@ -226,8 +224,7 @@ def unit_changes(units: list[LsmUnit], outputs: list[list[Any]]) -> list[Compact
 
 def delete_unit_files(table: Any, bins: list[CompactionBin], prefix: str, keep: set[str]) -> None:
     """Files of an attempt (data and changelog, by prefix) in the bins' folders, except ``keep``."""
-    delete_attempt_files(table, bins, prefix, keep=keep)
-    delete_attempt_files(table, bins, changelog_prefix(prefix), keep=keep)
+    delete_attempt_files(table, bins, (prefix, changelog_prefix(prefix)), keep=keep)
 
 
 def rewrite_units_locally(table: Any) -> UnitRewriter:
@@ -243,13 +240,13 @@ def rewrite_units_locally(table: Any) -> UnitRewriter:
     return rewrite
 
 
-def lsm_conflicts(table: Any) -> Callable[[Any, list[Any]], None]:
-    """The commit's LSM check: levels above 0 of the changed buckets stay sorted runs."""
+def lsm_conflicts(table: Any) -> Callable[[Any, list[Any], list[Any]], None]:
+    """The commit's LSM check: levels above 0 of the changed buckets stay sorted runs
+    (``alive``: the base snapshot's entries of the changed partitions)."""
 
-    def check(latest: Any, entries: list[Any]) -> None:
-        scanner = CommitScanner(table, ManifestListManager(table))
+    def check(latest: Any, entries: list[Any], alive: list[Any]) -> None:
         live: dict[tuple, dict[str, Any]] = {}
-        for e in scanner.read_all_entries_from_changed_partitions(latest, entries):
+        for e in alive:
             live.setdefault((tuple(e.partition.values), e.bucket), {})[e.file.file_name] = e.file
         changed = {(tuple(e.partition.values), e.bucket) for e in entries}
         for e in entries:
