@@ -51,6 +51,7 @@ from urllib.parse import (
     uses_netloc,
 )
 
+from airflow_provider_paimon.lineage.openlineage import paimon_dataset
 from airflow_provider_paimon.lineage.openlineage.naming import (
     REST_SCHEME,
     dataset_name,
@@ -266,8 +267,6 @@ def convert_asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Dat
     (built by ``paimon_dataset``); no version or schema (an asset is not a snapshot).
     """
     from openlineage.client.event_v2 import Dataset
-
-    from airflow_provider_paimon.lineage.openlineage import paimon_dataset
 
     ref = parse_asset_uri(asset.uri)
     built = paimon_dataset(ref.warehouse, ref.database, ref.table, ref.branch)

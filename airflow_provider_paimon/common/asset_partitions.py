@@ -23,6 +23,10 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from airflow_provider_paimon.job_contract import ASSET_PARTITIONS_ENV
+from airflow_provider_paimon.paimon.commit_properties import ASSET_PARTITIONS_REPORTED
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.option_values import parse_bool
 from airflow_provider_paimon.paimon.partition_keys import MAX_KEY_LENGTH
 
 log = logging.getLogger(__name__)
@@ -41,9 +45,6 @@ __all__ = [
 def check_asset_partitions(value: Any, task_id: str) -> bool:
     """The ``asset_partitions`` argument, read by the package's one boolean parser (the
     same words as every flag: ``True``/``"true"``/``"yes"``...); anything else fails closed."""
-    from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-    from airflow_provider_paimon.paimon.option_values import parse_bool
-
     try:
         return parse_bool(value, "asset_partitions")
     except InvalidArgumentError as err:
@@ -57,9 +58,6 @@ def try_partition_env() -> dict[str, str]:
     """Environment telling the job's commits that this task reports their partitions
     (snapshot property ``airflow.asset_partitions=reported``): a watcher's relay
     (``PaimonPartitionRelayOperator``) skips such commits, so no partition is announced twice."""
-    from airflow_provider_paimon.job_contract import ASSET_PARTITIONS_ENV
-    from airflow_provider_paimon.paimon.commit_properties import ASSET_PARTITIONS_REPORTED
-
     return {ASSET_PARTITIONS_ENV: ASSET_PARTITIONS_REPORTED}
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-from airflow_provider_paimon.paimon.secrets import is_secret, url_userinfo_secrets
+from airflow_provider_paimon.paimon.secrets import is_secret, is_secret_key, url_userinfo_secrets
 
 __all__ = [
     "CONNECTION_OWN_OPTIONS",
@@ -71,8 +71,6 @@ def known_public_options() -> frozenset[str]:
     from pypaimon.common.options import config as catalog_config
     from pypaimon.common.options import core_options
     from pypaimon.common.options.config_option import ConfigOption
-
-    from airflow_provider_paimon.paimon.secrets import is_secret_key
 
     keys: set[str] = set(CONNECTION_OWN_OPTIONS)
     for module in (catalog_config, core_options):

@@ -43,6 +43,8 @@ from airflow.sdk import BaseHook
 
 from airflow_provider_paimon.common.connection_secrets import check_location, connection_secret_keys
 from airflow_provider_paimon.common.secret_masking import register_value
+from airflow_provider_paimon.get_provider_info import PAIMON_CONN_FIELDS
+from airflow_provider_paimon.get_provider_info import PAIMON_UI_FIELD_BEHAVIOUR as UI
 from airflow_provider_paimon.lineage.meta_options import pypaimon_catalog_options
 from airflow_provider_paimon.paimon.catalog import list_branch_names, load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import PaimonError
@@ -224,8 +226,6 @@ class PaimonHook(BaseHook):
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         """Field behaviour of the connection form (same content as the provider info)."""
-        from airflow_provider_paimon.get_provider_info import PAIMON_UI_FIELD_BEHAVIOUR as UI
-
         return {
             "hidden_fields": list(UI["hidden-fields"]),
             "relabeling": dict(UI["relabeling"]),
@@ -238,8 +238,6 @@ class PaimonHook(BaseHook):
         from flask_appbuilder.fieldwidgets import BS3TextFieldWidget
         from flask_babel import lazy_gettext
         from wtforms import StringField
-
-        from airflow_provider_paimon.get_provider_info import PAIMON_CONN_FIELDS
 
         return {
             name: StringField(

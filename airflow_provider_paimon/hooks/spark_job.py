@@ -56,6 +56,7 @@ from airflow_provider_paimon.job_contract import (
     JobAnswer,
 )
 from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
+from airflow_provider_paimon.paimon.commit_properties import airflow_env
 from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
 
 EXIT_BAD_INPUT = 2
@@ -134,8 +135,6 @@ def airflow_context_env(context: Mapping[str, Any] | None) -> dict[str, str]:
     them), but not the map index, and not when an operator runs outside the task
     runner; so the operators pass them explicitly (``paimon.commit_properties``).
     """
-    from airflow_provider_paimon.paimon.commit_properties import airflow_env
-
     if not context:
         return {}
     ti = context.get("ti") or context.get("task_instance")
@@ -283,7 +282,6 @@ class PaimonSparkJobHook(SparkSubmitHook):
                 f"spark connection {spark_conn_id!r} asks for cluster deploy mode; Paimon jobs "
                 "need client mode (pass deploy_mode='client' or change the connection)"
             )
-
 
     @property
     def secret_conf(self) -> dict[str, Any]:

@@ -32,6 +32,8 @@ from .errors import (
     LineageStoreUnavailableError,
     SchemaVersionError,
 )
+from .history_events import history_events
+from .identity_fill import fill_identities
 from .store import LineageStore
 from .url import DEFAULT_DATABASE, scrub
 
@@ -226,8 +228,6 @@ def _run(args: argparse.Namespace, out: Any) -> int:
             rows = [(d["database"], d["table"], ", ".join(d["readers"]), ", ".join(d["writers"])) for d in data]
             return _emit(as_json, data, ("database", "table", "read by", "written by"), rows, out)
         if cmd == "events":
-            from .history_events import history_events
-
             db, tbl = (args.table[0], args.table[1]) if args.table else (None, None)
             found = history_events(store, db, tbl, limit=args.limit)
             rows = [(e.event_id, e.create_time.isoformat(timespec="seconds"), e.kind, f"{e.database}.{e.table}",
@@ -287,7 +287,6 @@ def _fill(store: LineageStore, args: argparse.Namespace) -> dict[str, int]:
     import os
 
     from ..paimon.catalog import load_table, open_catalog
-    from .identity_fill import fill_identities
 
     options: dict[str, str] = json.loads(os.environ.get(CATALOG_OPTIONS_ENV) or "{}")
     for item in args.option:

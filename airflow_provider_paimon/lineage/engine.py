@@ -206,7 +206,7 @@ def ensure_schema(engine: sa.Engine, database: str) -> int:
     a lock (SQLite: one ``BEGIN IMMEDIATE`` transaction), so concurrent first users
     neither fail nor migrate twice.
     """
-    from . import schema
+    from . import schema  # its MySQL dialect when a store is opened, not with the URL helpers
 
     where = mask_url(engine.url)
     with engine.connect() as conn:
@@ -238,7 +238,7 @@ def analyze(conn: sa.Connection) -> None:
     catch-up sensor's query 0.57 ms with fresh statistics, 25 ms without, at 10M rows);
     run it after loading many rows (``LineageStore.analyze``).
     """
-    from . import schema
+    from . import schema  # as in ensure_schema
 
     quote = conn.dialect.identifier_preparer.quote
     names = [t for t in schema.TABLES if sa.inspect(conn).has_table(t)]

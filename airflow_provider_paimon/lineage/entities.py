@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ..paimon.commit_properties import SPARK_APP_ID, run_of
 from ..paimon.errors import InvalidNameError
 from ..paimon.names import MAIN_BRANCH, UNICODE_PROFILE, validate_branch_name
 from ..paimon.snapshot_identity import SnapshotIdentity
@@ -270,8 +271,6 @@ class BarrierRun:
     @classmethod
     def from_properties(cls, job: str, barrier_id: int, properties: dict[str, str] | None) -> BarrierRun:
         """From a commit's run properties (``commit_properties``: ``airflow.*``, ``spark.app.id``)."""
-        from ..paimon.commit_properties import SPARK_APP_ID, run_of
-
         props = dict(properties or {})
         ref = run_of(props)
         if ref is None:

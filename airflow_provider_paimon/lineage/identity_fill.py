@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..paimon.snapshot_identity import SnapshotIdentity, identity_of
+from ..paimon.snapshots import TableLayout, earliest_snapshot_id, latest_snapshot_id
 from . import schema
 from .store import identity_columns
 
@@ -45,8 +46,6 @@ class _TableState:
     """One table branch's snapshots, read lazily (one file per id asked)."""
 
     def __init__(self, layout: Any, branch: str | None) -> None:
-        from ..paimon.snapshots import earliest_snapshot_id, latest_snapshot_id
-
         self.layout = layout
         self.branch = branch
         self.latest = latest_snapshot_id(layout, branch)
@@ -66,8 +65,6 @@ def fill_identities(store: LineageStore, open_table: Callable[[str, str], Any], 
     ``open_table(database, table)`` returns the pypaimon table (main) or raises when it
     does not exist or cannot be read.
     """
-    from ..paimon.snapshots import TableLayout
-
     counts = {"filled": 0, "retracted": 0, "unknown": 0}
     states: dict[tuple[str, str, str], _TableState | None] = {}
 

@@ -16,6 +16,8 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_paimon.paimon.secrets import is_secret
+
 from .entities import DataLineage, LineageFilter, TableLineage
 from .meta_context import LineageMetaContext
 
@@ -31,7 +33,7 @@ class JdbcLineageMetaFactory:
         return JDBC
 
     def create(self, context: LineageMetaContext) -> Any:
-        from .store import LineageStore
+        from .store import LineageStore  # the store (its dialects, its schema) when one is opened
 
         return LineageStore.from_url(context.url, context.database, retry=context.retry)
 
@@ -134,8 +136,6 @@ class MemoryLineageMeta:
         return self._delete("sink", job)
 
     def set_options(self, values: Mapping[str, Any]) -> list[str]:
-        from airflow_provider_paimon.paimon.secrets import is_secret
-
         kept = {str(k): None if v is None else str(v) for k, v in values.items() if not is_secret(k, v)}
         with self._lock:
             self.catalog_options.update(kept)

@@ -48,7 +48,8 @@ from .jdbc import (
     from_jdbc,
     with_credentials,
 )
-from .url import DEFAULT_DATABASE, check_database_name, parse_url, scrub
+from .meta import installed_identifiers
+from .url import DEFAULT_DATABASE, backend_of, check_database_name, parse_url, scrub
 
 TABLE_LINEAGE = "table-lineage"
 DATA_LINEAGE = "data-lineage"
@@ -164,8 +165,6 @@ def lineage_meta_options(
     data = _flag(opts, DATA_LINEAGE, where)
     meta = (opts.get(LINEAGE_META) or DEFAULT_META).strip().lower()
     if known_metas is None:
-        from .meta import installed_identifiers
-
         known_metas = installed_identifiers
     known = known_metas()
     if meta not in known:
@@ -247,6 +246,5 @@ def store_identity(url: URL | None, database: str) -> tuple[Any, ...]:
     """What makes two store settings the same store (the password does not)."""
     if url is None:
         return (None, database)
-    from .url import backend_of
 
     return (backend_of(url), url.host, url.port, url.database, url.username, database)

@@ -28,7 +28,7 @@ from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
 
 from ..paimon.secrets import mask_url
 from . import schema
-from .engine import IMMEDIATE, create_mysql_database, create_store_engine, ensure_schema
+from .engine import IMMEDIATE, analyze, create_mysql_database, create_store_engine, ensure_schema
 from .entities import (
     BarrierRun,
     DataLineage,
@@ -46,6 +46,8 @@ from .errors import (
     UnsupportedBackendError,
 )
 from .retry import RetryPolicy, with_retry
+from .schema import LATEST_VERSION, check_not_newer, read_version
+from .sequence import next_barrier_id
 from .url import (
     DEFAULT_DATABASE,
     backend_of,
@@ -304,8 +306,6 @@ class LineageStore:
 
     def next_barrier_id(self, job: str) -> int:
         """The next barrier id for a batch run of ``job`` (see ``sequence``)."""
-        from .sequence import next_barrier_id
-
         return next_barrier_id(self, job)
 
     def set_options(self, values: Mapping[str, Any]) -> list[str]:
@@ -403,8 +403,6 @@ class LineageStore:
     def analyze(self) -> None:
         """Refresh the database's statistics of the store's tables (``ANALYZE``): after a
         bulk load, so the planner uses the lookup indexes (PostgreSQL needs it most)."""
-        from .engine import analyze
-
         self.run("analyze", analyze, write=True)
 
     def read_table(self, name: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -424,8 +422,6 @@ class LineageStore:
 
 def _prepare(url: URL, engine: sa.Engine, database: str, create: bool) -> int:
     """Check the store is reachable and current; create/upgrade it if allowed."""
-    from .schema import LATEST_VERSION, check_not_newer, read_version
-
     try:
         with engine.connect() as conn:
             version = read_version(conn)

@@ -29,6 +29,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_paimon.operators.links import _airflow_base_url
 from airflow_provider_paimon.paimon.durations import parse_duration
 
 APPROVE = "Approve"
@@ -284,8 +285,6 @@ class ApprovalGateMixin:
         values = context["ti"].xcom_pull(task_ids=ids) if ids else []
         if not isinstance(values, list):
             values = [values]
-        from airflow_provider_paimon.operators.links import _airflow_base_url
-
         body = approval_body(evidence_from_xcom(values), tables=self.approval_tables(),
                              sensitive_columns=self.sensitive_columns, base_url=_airflow_base_url())
         ask_for_approval(self, context, subject=self.approval_subject(), body=body,

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_paimon.common.asset_partitions import naming_options
+from airflow_provider_paimon.paimon.commit_properties import snapshots_of_run
+from airflow_provider_paimon.paimon.partition_keys import changed_partition_keys
+from airflow_provider_paimon.paimon.snapshots import TableLayout
 
 __all__ = ["PartitionTarget", "outlet_tables", "own_warehouse_hook"]
 
@@ -32,10 +35,6 @@ class PartitionTarget:
     def partitions_committed(self, wanted: Mapping[str, str]) -> tuple[list[str], list[int]]:
         """(partition keys, snapshot ids) of the snapshots after the start whose
         properties hold ``wanted`` (one task try's), oldest first."""
-        from airflow_provider_paimon.paimon.commit_properties import snapshots_of_run
-        from airflow_provider_paimon.paimon.partition_keys import changed_partition_keys
-        from airflow_provider_paimon.paimon.snapshots import TableLayout
-
         table = self.hook.get_table(self.table, self.branch)
         docs = list(snapshots_of_run(TableLayout.of(table), self.branch, wanted, after=self.start_snapshot))
         docs.reverse()

@@ -25,6 +25,7 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.hooks.lineage import LineageUrlError, resolve_lineage_store
 from airflow_provider_paimon.hooks.local_job import METADATA_FAMILIES, PaimonLocalJobHook
 from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_connect_job import (
@@ -328,8 +329,6 @@ def operator_lineage_store(op: Any) -> tuple[str | None, str | None]:
     """The lineage store an operator's ``lineage_conn_id`` / ``lineage_url`` /
     ``lineage_database`` name (``hooks.lineage.resolve_lineage_store``); a bad URL fails
     the task before anything is submitted."""
-    from airflow_provider_paimon.hooks.lineage import LineageUrlError, resolve_lineage_store
-
     try:
         return resolve_lineage_store(op.lineage_conn_id, op.lineage_url, op.lineage_database)
     except LineageUrlError as err:

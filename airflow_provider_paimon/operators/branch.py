@@ -26,6 +26,7 @@ from airflow_provider_paimon.operators.base import (
     optional_int,
     optional_str,
 )
+from airflow_provider_paimon.paimon.branch import pending_operation
 from airflow_provider_paimon.paimon.names import (
     refuse_lookalike,
     validate_branch_name,
@@ -299,7 +300,5 @@ class ReplaceMainBranchOperator(ApprovalGateMixin, _LinksLineage):
 
     def _resuming(self, hook: PaimonHook) -> bool:
         """True when an unfinished replace-main of this branch is pending on the table."""
-        from airflow_provider_paimon.paimon.branch import pending_operation
-
         pending = pending_operation(hook.get_table(self.table)) or {}
         return pending.get("op") == "replace_main" and pending.get("branch") == self.branch

@@ -25,8 +25,14 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
+from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
+from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.lineage import LineageStore
+from airflow_provider_paimon.lineage.cascade import plan_cascade
+from airflow_provider_paimon.lineage.errors import LineageError
 from airflow_provider_paimon.operators.audit import BranchAuditOperator
 from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
+from airflow_provider_paimon.paimon.branch.branch_point import branch_at
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name, validate_branch_name
 
@@ -135,10 +141,7 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
     def _store(self) -> Any:
         conn_id = (self.lineage_conn_id or "").strip()
         if conn_id:
-            from airflow_provider_paimon.hooks.lineage import PaimonLineageHook
-
             return PaimonLineageHook(conn_id).get_store(read_only=True)
-        from airflow_provider_paimon.lineage import LineageStore
 
         database = (self.lineage_database or "").strip()
         extra: dict[str, Any] = {"database": database} if database else {}
@@ -146,9 +149,6 @@ class CascadePlanOperator(MaskRenderedSecrets, BaseOperator):
 
     def build_plan(self) -> dict[str, Any]:
         """The plan as plain JSON types; raises ``AirflowFailException`` on anything wrong."""
-        from airflow_provider_paimon.lineage.cascade import plan_cascade
-        from airflow_provider_paimon.lineage.errors import LineageError
-
         try:
             correction = str(self.correction).strip()
             validate_branch_name(correction)
@@ -237,9 +237,6 @@ class CascadeBranchOperator(MaskRenderedSecrets, BaseOperator):
         self.check_literal_locations()
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_paimon.hooks.paimon import PaimonHook
-        from airflow_provider_paimon.paimon.branch.branch_point import branch_at
-
         entry = dict(self.entry)
         try:
             hook = PaimonHook.for_task(self.warehouse, self.paimon_conn_id, catalog_options=self.warehouse_options)

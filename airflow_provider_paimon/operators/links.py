@@ -31,6 +31,8 @@ from typing import Any
 from airflow.sdk import BaseOperatorLink
 
 from airflow_provider_paimon.paimon.names import parse_table_name
+from airflow_provider_paimon.paimon.option_values import parse_bool
+from airflow_provider_paimon.spark.lineage.config import KEY_JOB
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +126,6 @@ def marquez_web_url(environ: Mapping[str, str] | None = None) -> str | None:
 def spark_openlineage_job(operator: Any, environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """(namespace, job name) of the operator's Spark run in OpenLineage; None when it is off."""
     from airflow_provider_paimon.lineage.openlineage.config import KEY_ENABLED, KEY_NAMESPACE
-    from airflow_provider_paimon.paimon.option_values import parse_bool
-    from airflow_provider_paimon.spark.lineage.config import KEY_JOB
 
     env = os.environ if environ is None else environ
     conf = getattr(operator, "conf", None)

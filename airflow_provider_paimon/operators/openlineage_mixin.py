@@ -45,7 +45,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from airflow_provider_paimon.paimon.names import is_main
+from airflow_provider_paimon.paimon.names import is_main, parse_table_name
+from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot
 
 if TYPE_CHECKING:
     from openlineage.client.event_v2 import InputDataset, OutputDataset
@@ -147,7 +148,6 @@ class PaimonOpenLineageMixin:
         schema: bool = True,
     ) -> InputDataset | OutputDataset:
         from airflow_provider_paimon.lineage.openlineage import paimon_dataset
-        from airflow_provider_paimon.paimon.names import parse_table_name
 
         database, name = parse_table_name(table)
         dataset = paimon_dataset(
@@ -355,8 +355,6 @@ class PaimonOpenLineageMixin:
         """``asset_partitions``: each output's latest snapshot JSON before the job (None:
         none yet, e.g. a branch to be created). A read that fails is not recorded, so no
         partition is reported for that output rather than every partition."""
-        from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot
-
         for table, branch in self.paimon_outlet_tables():
             try:
                 layout = TableLayout.of(self.paimon_hook.get_table(table))
@@ -372,7 +370,6 @@ class PaimonOpenLineageMixin:
         from airflow_provider_paimon.assets import asset_for
         from airflow_provider_paimon.common.asset_partitions import emit_partition_events
         from airflow_provider_paimon.paimon.partition_keys import partition_keys_between
-        from airflow_provider_paimon.paimon.snapshots import TableLayout, latest_snapshot
 
         emitted: dict[str, list[str]] = {}
         for table, branch in self.paimon_outlet_tables():

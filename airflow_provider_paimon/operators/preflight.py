@@ -34,13 +34,14 @@ from airflow_provider_paimon.operators.branch import (
     BranchRenameOperator,
     ReplaceMainBranchOperator,
 )
-from airflow_provider_paimon.operators.schema import AlterTableOperator
+from airflow_provider_paimon.operators.schema import AlterTableOperator, _rendered_changes
 from airflow_provider_paimon.operators.tag import (
     TagCreateOperator,
     TagDeleteOperator,
     TagRenameOperator,
 )
 from airflow_provider_paimon.paimon.names import is_main
+from airflow_provider_paimon.paimon.schema import check_alter
 
 if TYPE_CHECKING:
     from airflow.sdk.types import Operator  # BaseOperator | MappedOperator
@@ -198,9 +199,6 @@ def _preflight_alter(task: AlterTableOperator, context: Context, planned: dict[s
     """``AlterTableOperator``: its changes checked against the schema they will meet
     (``check_alter``, nothing written). A branch that an earlier task creates is checked
     against main's latest schema, which it starts from."""
-    from airflow_provider_paimon.operators.schema import _rendered_changes
-    from airflow_provider_paimon.paimon.schema import check_alter
-
     op = copy.copy(task)
     op.render_template_fields(context)
     hook = PaimonHook.for_task(op.warehouse, op.paimon_conn_id, catalog_options=op.warehouse_options)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from airflow_provider_paimon.common.templating import is_templated
 from airflow_provider_paimon.hooks.paimon import PaimonHook
+from airflow_provider_paimon.hooks.spark_job import missing_spark_connection
 from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.operators.approval import ApprovalGateMixin
 from airflow_provider_paimon.operators.base import (
@@ -30,6 +31,7 @@ from airflow_provider_paimon.operators.base import (
     operator_lineage_store,
     optional_str,
 )
+from airflow_provider_paimon.paimon.branch.publish_many import pending_publish
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name, validate_branch_name
 
@@ -148,8 +150,6 @@ class _PublishOperator(PaimonSparkJobOperator):
 
     def preflight(self) -> dict[str, Any] | None:
         """Check the rendered names, then that every table (and branch) exists; nothing is submitted otherwise."""
-        from airflow_provider_paimon.hooks.spark_job import missing_spark_connection
-
         missing = missing_spark_connection(self.spark_conn_id)
         if missing:
             self.fail(missing)
@@ -320,14 +320,12 @@ class UndoPublishOperator(_PublishOperator):
 
     def check_before_submit(self, hook: PaimonHook) -> dict[str, Any] | None:
         names = self.parsed_tables()
-        if names is None or optional_str(self.backup_name) is None:
-            from airflow_provider_paimon.paimon.branch.publish_many import pending_publish
-
-            if pending_publish(hook.get_conn()) is None:
-                self.fail(
-                    "no publish is pending; to undo a finished publish give both tables and backup_name "
-                    "(the publish result's 'backup_name')"
-                )
+        undo_of_pending = names is None or optional_str(self.backup_name) is None
+        if undo_of_pending and pending_publish(hook.get_conn()) is None:
+            self.fail(
+                "no publish is pending; to undo a finished publish give both tables and backup_name "
+                "(the publish result's 'backup_name')"
+            )
         for name in names or []:
             self._require_table(hook, name)
         return None

@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_paimon.paimon.commit_properties import airflow_properties, snapshots_of_run
 from airflow_provider_paimon.paimon.errors import AlreadyExistsError, InvalidArgumentError
+from airflow_provider_paimon.paimon.snapshots import TableLayout
+from airflow_provider_paimon.paimon.tag.create import create_tag
 from airflow_provider_paimon.paimon.tag.run_tag import run_tag_name
 
 __all__ = ["check_run_tag", "run_tag_for", "snapshot_of_try", "tag_committed_snapshot"]
@@ -54,8 +57,6 @@ def tag_committed_snapshot(
     Returns ``{"tag", "branch", "snapshot_id", "existing"}``; ``existing`` True: the tag
     was there already (``snapshot_id`` is the one it holds).
     """
-    from airflow_provider_paimon.paimon.tag.create import create_tag
-
     where = branch or "main"
     existing = hook.get_tag(table, tag, branch)
     if existing is None:
@@ -83,12 +84,6 @@ def snapshot_of_try(hook: Any, table: str, branch: str | None, try_env: Mapping[
     (``PaimonSparkSubmitOperator``). None: the try committed nothing there (within the
     last ``MAX_SNAPSHOTS_SCANNED`` snapshots).
     """
-    from airflow_provider_paimon.paimon.commit_properties import (
-        airflow_properties,
-        snapshots_of_run,
-    )
-    from airflow_provider_paimon.paimon.snapshots import TableLayout
-
     layout = TableLayout.of(hook.get_table(table))
     found = next(snapshots_of_run(layout, branch, airflow_properties(try_env), limit=MAX_SNAPSHOTS_SCANNED), None)
     return None if found is None else int(found["id"])

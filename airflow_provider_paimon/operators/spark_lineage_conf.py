@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_paimon.common.secret_masking import register_values
 from airflow_provider_paimon.paimon.secrets import secret_values
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,6 @@ def inject_openlineage_spark_conf(
 
 def _mask_secret_values(conf: Mapping[str, Any]) -> None:
     """Register transport secrets (API keys, headers, URL passwords) by origin."""
-    from airflow_provider_paimon.common.secret_masking import register_values
-
     register_values(
         secret_values({k: v for k, v in conf.items() if str(k).startswith("spark.openlineage.transport")})
     )

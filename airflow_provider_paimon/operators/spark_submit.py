@@ -46,6 +46,8 @@ from airflow_provider_paimon.common.asset_partitions import (
 )
 from airflow_provider_paimon.common.templated_secrets import MaskRenderedSecrets
 from airflow_provider_paimon.common.templating import is_templated
+from airflow_provider_paimon.hooks.lineage import LineageUrlError, resolve_lineage_store
+from airflow_provider_paimon.hooks.paimon import PaimonHook
 from airflow_provider_paimon.hooks.spark_connect_job import (
     PaimonSparkConnectJobHook,
     is_spark_connect,
@@ -66,11 +68,13 @@ from airflow_provider_paimon.operators.run_tagging import (
     tag_committed_snapshot,
 )
 from airflow_provider_paimon.operators.spark_lineage_conf import inject_openlineage_spark_conf
+from airflow_provider_paimon.paimon.commit_properties import airflow_properties
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.names import parse_table_name
 from airflow_provider_paimon.spark.branch.redirect import merge_redirects, redirect_conf
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
 from airflow_provider_paimon.spark.log_level import with_log_level
+from airflow_provider_paimon.spark.options import CONNECTION_WAREHOUSE_ENV
 
 #: the capture's Spark conf keys (spark/lineage/config.py); the URL travels in the env
 LINEAGE_ENABLED = "spark.paimon.lineage.enabled"
@@ -222,8 +226,6 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
 
     def lineage_store_url(self) -> tuple[str | None, str | None]:
         """(URL with its password, database) of the store to record into; (None, None): no capture."""
-        from airflow_provider_paimon.hooks.lineage import LineageUrlError, resolve_lineage_store
-
         try:
             return resolve_lineage_store(self.lineage_conn_id, self.lineage_url, self.lineage_database)
         except LineageUrlError as err:
@@ -261,9 +263,6 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         catalog_options: dict[str, str] = {}
         paimon_conn_id = (self.paimon_conn_id or "").strip()
         if paimon_conn_id:
-            from airflow_provider_paimon.hooks.paimon import PaimonHook
-            from airflow_provider_paimon.spark.options import CONNECTION_WAREHOUSE_ENV
-
             config = PaimonHook(paimon_conn_id).catalog_config  # masks its secrets
             secret_env[CONNECTION_WAREHOUSE_ENV] = config.warehouse
             catalog_options = dict(config.options)  # all of them: the env, not argv
@@ -326,8 +325,6 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
         """The ``paimon://`` outlets, each with its latest snapshot before the job (the
         scan for the try's commits stops there). Read through ``paimon_conn_id`` (its
         warehouse's tables only), else through each asset's own warehouse (no credentials)."""
-        from airflow_provider_paimon.hooks.paimon import PaimonHook
-
         assets = paimon_outlets(self.outlets)
         conn_id = (self.paimon_conn_id or "").strip()
         try:
@@ -347,8 +344,6 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
 
     def emit_asset_partitions(self, context: Context, targets: list[PartitionTarget]) -> dict[str, list[str]]:
         """One partitioned event per partition this try's commits changed, per target."""
-        from airflow_provider_paimon.paimon.commit_properties import airflow_properties
-
         wanted = airflow_properties(self.try_env(context))
         emitted: dict[str, list[str]] = {}
         for target in targets:
@@ -368,8 +363,6 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
 
     def tag_the_run(self, context: Context) -> list[dict[str, Any]]:
         """``run_tag``: the run's tag on the snapshot this try committed to each table."""
-        from airflow_provider_paimon.hooks.paimon import PaimonHook
-
         hook = PaimonHook((self.paimon_conn_id or "").strip() or PaimonHook.default_conn_name)
         tag = run_tag_for(self.run_tag_prefix or "", self.dag_id, context)
         try_env = airflow_context_env(context)

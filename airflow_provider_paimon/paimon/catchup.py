@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from .errors import InvalidArgumentError, PaimonError
 from .names import MAIN_BRANCH, is_main, parse_table_name
+from .snapshot_identity import SnapshotIdentity
 from .snapshots import table_latest_snapshot_id
 
 COMPACT = "COMPACT"
@@ -248,8 +249,6 @@ def consumed_live(
     the earliest are never reused). A candidate whose id now holds another commit, or
     no snapshot above the latest (rolled back), is skipped.
     """
-    from .snapshot_identity import SnapshotIdentity
-
     manager = table.snapshot_manager()
 
     def expired(snapshot_id: int) -> bool:

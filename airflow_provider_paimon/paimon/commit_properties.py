@@ -37,6 +37,8 @@ from typing import Any
 
 from airflow_provider_paimon.job_contract import ASSET_PARTITIONS_ENV
 
+from .snapshots import latest_snapshot_id, read_snapshot
+
 DAG_ID = "airflow.dag_id"
 RUN_ID = "airflow.run_id"
 TASK_ID = "airflow.task_id"
@@ -141,8 +143,6 @@ def snapshots_of_run(
     is what the run committed, not the branch's history. ``wanted`` empty: none.
     ``layout`` is a ``snapshots.TableLayout``.
     """
-    from .snapshots import latest_snapshot_id, read_snapshot
-
     if not wanted:
         return
     latest = latest_snapshot_id(layout, branch)

@@ -36,7 +36,14 @@ from pypaimon.common.memory_size import MemorySize
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 
 from .errors import InvalidArgumentError
-from .manifest_reader import KIND_ADD
+from .manifest_reader import (
+    KIND_ADD,
+    WRITABLE_CODECS,
+    concat_manifests,
+    encode_manifests,
+    read_bytes,
+    read_raw,
+)
 
 TARGET_FILE_SIZE = "manifest.target-file-size"
 MERGE_MIN_COUNT = "manifest.merge-min-count"
@@ -226,8 +233,6 @@ class _FastIo(_Io):
         self._partitions: dict[bytes, tuple] = {}
 
     def read(self, meta: Any) -> list[_Item]:
-        from .manifest_reader import WRITABLE_CODECS, read_bytes, read_raw
-
         data = read_bytes(self.table.file_io, f"{self.files.manifest_path}/{meta.file_name}", meta.file_size)
         raw = read_raw(data)
         if raw is None or raw.codec not in WRITABLE_CODECS:
@@ -255,8 +260,6 @@ class _FastIo(_Io):
         return found
 
     def write(self, items: list[_Item], target: int, written: list[str]) -> list[Any]:
-        from .manifest_reader import encode_manifests
-
         if not items:
             return []
         prefix = f"manifest-{uuid.uuid4()}"
@@ -279,8 +282,6 @@ class _FastIo(_Io):
         merge of a table's small manifests costs what copying their bytes costs. Files of
         another schema or codec are not concatenated. (Java's merge also refuses a data
         file listed twice; concatenation keeps such an already broken list as it is.)"""
-        from .manifest_reader import concat_manifests, read_bytes
-
         datas = [read_bytes(self.table.file_io, f"{self.files.manifest_path}/{m.file_name}", m.file_size)
                  for m in metas]
         try:

@@ -37,6 +37,7 @@ from typing import Any
 
 from .errors import InvalidArgumentError
 from .manifest_reader import read_entries
+from .partitions import parse_partition_spec, partition_types
 from .snapshots import TableLayout, read_snapshot
 
 __all__ = [
@@ -122,8 +123,6 @@ def partition_values(table: Any, key: str) -> dict[str, Any]:
     naming it again: a key the table would not write is an ``InvalidArgumentError``.
     """
     import datetime as dt
-
-    from .partitions import parse_partition_spec, partition_types
 
     text = parse_partition_key(key)
     types = partition_types(table)

@@ -24,6 +24,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from .snapshots import read_snapshot
+
 #: Length of ``SnapshotIdentity.digest`` (hex characters).
 DIGEST_LENGTH = 40
 
@@ -73,8 +75,6 @@ class SnapshotIdentity:
 
 def identity_of(layout: Any, branch: str | None, snapshot_id: int) -> SnapshotIdentity | None:
     """The identity of snapshot ``snapshot_id`` of ``branch`` in a ``TableLayout``; ``None`` if gone."""
-    from .snapshots import read_snapshot
-
     try:
         return SnapshotIdentity.of(read_snapshot(layout, branch, snapshot_id))
     except ValueError:  # not JSON: no identity rather than a failed caller

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fileops
-from .errors import ConcurrentModificationError
+from .errors import ConcurrentModificationError, InvalidArgumentError
 from .names import is_main
 
 SNAPSHOT_RE = re.compile(r"^snapshot-(\d+)$")
@@ -46,8 +46,6 @@ class TableLayout:
         """
         env = getattr(table, "catalog_environment", None)
         if getattr(env, "supports_version_management", False) and getattr(env, "catalog_loader", None):
-            from .errors import InvalidArgumentError
-
             raise InvalidArgumentError(
                 "this table's catalog manages branches and tags itself (REST catalog); "
                 "use the catalog's own branch API instead of file operations"

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidArgumentError, SnapshotNotFoundError
+from .lsm.changelog import changelog_producer
 from .lsm.engines import options_map
 from .option_values import bool_option, int_option
 
@@ -566,8 +567,6 @@ def latest_full_compaction(table: Any, latest: int | None = None, snapshots: Any
 
 def check_primary_key_stream(table: Any, config: StreamScanConfig) -> str:
     """The changelog producer of a primary-key table a stream may read; refusals name why."""
-    from .lsm.changelog import changelog_producer
-
     producer = changelog_producer(table)
     if config.mode == "from-file-creation-time":
         raise InvalidArgumentError(

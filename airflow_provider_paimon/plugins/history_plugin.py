@@ -9,6 +9,7 @@ it are a 503 naming the connection and the kind of failure, never its values.
 from collections.abc import Callable
 from typing import Any
 
+from ..paimon.errors import PaimonError
 from .history_api import CatalogUnavailableError, TableSource, create_history_app
 from .protected_app import mount, nav_view
 
@@ -37,7 +38,6 @@ def open_source() -> TableSource:
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from ..hooks.paimon import PaimonHook
-    from ..paimon.errors import PaimonError
 
     hook = PaimonHook(paimon_conn_id=PAIMON_CONN_ID)
     try:

@@ -86,7 +86,7 @@ def _store_location() -> tuple[Any, str]:
     from airflow.sdk.exceptions import AirflowNotFoundException
     from airflow.sdk.log import mask_secret
 
-    from ..hooks.lineage import url_from_connection
+    from ..hooks.lineage import url_from_connection  # the store's modules when a page asks
 
     try:
         conn = BaseHook.get_connection(LINEAGE_CONN_ID)

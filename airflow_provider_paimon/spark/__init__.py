@@ -22,6 +22,7 @@ def register(spark: Any) -> None:
     server without it installed runs the source; lineage capture set in the session's
     conf is then recorded by the source at commit (``lineage.connect_capture``).
     """
+    # here: `import airflow_provider_paimon.spark` stays light (its names load on first use)
     from .registration import register_data_source
     from .session_info import ship_package
 

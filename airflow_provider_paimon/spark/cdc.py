@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_paimon.paimon.commit_properties import commit_properties
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.lsm.engines import (
     ROW_KINDS,
@@ -37,6 +38,7 @@ from airflow_provider_paimon.paimon.lsm.engines import (
     rowkind_field,
     sequence_fields,
 )
+from airflow_provider_paimon.spark.session_info import app_id
 
 #: Debezium's ``op`` codes -> Paimon row kinds (``r`` is a row of the initial snapshot).
 DEBEZIUM_OPS: dict[str, str] = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
@@ -184,9 +186,6 @@ def _rowkind_column(paimon_table: Any, table: str) -> str:
 
 def _write(df: Any, opts: Any) -> Any:
     """One commit of ``df`` through the data source's write tasks and commit."""
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session_info import app_id
-
     from .datasource.task_write import run_write_tasks
     from .datasource.write_setup import plan_write
     from .datasource.writer import PaimonWriter

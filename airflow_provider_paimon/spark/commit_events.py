@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
+
 if TYPE_CHECKING:
     from .options import PaimonOptions
 
@@ -69,8 +71,6 @@ class CommitEvent:
 
 def identity_fields(snapshot: Any) -> dict[str, Any]:
     """The event fields naming a snapshot's identity (pypaimon ``Snapshot``; None: none)."""
-    from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
-
     found = SnapshotIdentity.of(snapshot)
     if found is None:
         return {}

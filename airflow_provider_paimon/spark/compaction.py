@@ -16,6 +16,7 @@ from typing import Any
 from ..paimon.catalog import load_table, open_catalog
 from ..paimon.compaction.plan import CompactionBin
 from ..paimon.compaction.rewrite import FILE_SOURCE_COMPACT, rewrite_files
+from .session_info import classic_context, default_parallelism, is_connect, set_job_description
 
 # (warehouse, catalog options, "db.t", branch) -> table, per Python worker process
 _TABLES: dict[tuple, Any] = {}
@@ -54,12 +55,6 @@ class SparkBinRewriter:
         """
         if not items:
             return []
-        from .session_info import (
-            classic_context,
-            default_parallelism,
-            is_connect,
-            set_job_description,
-        )
 
         order = sorted(range(len(items)), key=lambda i: -sizes[i])
         tasks = min(len(items), self.max_tasks or max(1, default_parallelism(self.spark) * 2))

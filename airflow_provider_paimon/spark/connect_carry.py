@@ -25,6 +25,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from airflow_provider_paimon.packaging import build_py_files_zip
+
 PACKAGE = "airflow_provider_paimon"
 
 
@@ -66,7 +68,6 @@ def package_zip_bytes() -> bytes:
     if marker in source.replace("\\", "/"):
         with open(source[: source.replace("\\", "/").index(marker) + 4], "rb") as fh:
             return fh.read()
-    from airflow_provider_paimon.packaging import build_py_files_zip
 
     with open(build_py_files_zip(), "rb") as fh:
         return fh.read()

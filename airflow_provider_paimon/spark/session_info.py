@@ -20,6 +20,7 @@ from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from airflow_provider_paimon.packaging import build_py_files_zip
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 #: parallelism assumed on a Connect session whose conf names neither
@@ -157,7 +158,6 @@ def ship_package(spark: Any) -> str | None:
     """
     if not is_connect(spark):
         return None
-    from airflow_provider_paimon.packaging import build_py_files_zip
 
     key = session_key(spark)
     path = build_py_files_zip()

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_paimon.paimon.batch_scan import (
+    batch_scan_mode,
+    batch_scan_options,
+    check_with_pypaimon,
+)
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import SnapshotNotFoundError, TagNotFoundError
 
@@ -70,12 +75,6 @@ def batch_read_options(opts: PaimonOptions) -> PaimonOptions:
     unsupported mode fails here, naming the accepted ones.
     """
     import dataclasses
-
-    from airflow_provider_paimon.paimon.batch_scan import (
-        batch_scan_mode,
-        batch_scan_options,
-        check_with_pypaimon,
-    )
 
     if batch_scan_mode(opts.raw) == "default":
         return opts  # nothing to resolve: no need to open the table for it

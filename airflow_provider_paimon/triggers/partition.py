@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_paimon.paimon.names import parse_table_name
+from airflow_provider_paimon.paimon.secrets import scrub, secret_values
 from airflow_provider_paimon.triggers.polling import PollingCheckTrigger
 
 #: what a partition sensor waits for
@@ -102,15 +103,12 @@ class PartitionCheck:
 
     def describe(self, error: BaseException) -> str:
         """``error`` as one line, with any catalog secret scrubbed out."""
-        from airflow_provider_paimon.paimon.secrets import scrub
-
         return scrub(f"{type(error).__name__}: {error}", self._secrets)
 
     def _load(self) -> Any:
         if self._table is None:
             from airflow_provider_paimon.hooks.paimon import resolve_catalog_config
             from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-            from airflow_provider_paimon.paimon.secrets import secret_values
 
             warehouse, options = resolve_catalog_config(self.warehouse, self.paimon_conn_id, self.warehouse_options)
             self._secrets = secret_values(options)

@@ -52,7 +52,11 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from asgiref.sync import sync_to_async
 
 from airflow_provider_paimon.common.templated_secrets import trigger_secret_problems
-from airflow_provider_paimon.paimon.consumers import validate_consumer_id
+from airflow_provider_paimon.paimon.consumers import (
+    read_next_snapshot,
+    save_next_snapshot,
+    validate_consumer_id,
+)
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import (
     UNICODE_PROFILE,
@@ -61,12 +65,16 @@ from airflow_provider_paimon.paimon.names import (
     validate_branch_name,
 )
 from airflow_provider_paimon.paimon.option_values import parse_bool
+from airflow_provider_paimon.paimon.secrets import scrub, secret_values
 from airflow_provider_paimon.paimon.snapshot_feed import (
     DEFAULT_BATCH,
     FeedPage,
     SnapshotGapError,
+    snapshots_after,
+    start_position,
     validate_commit_kinds,
 )
+from airflow_provider_paimon.paimon.snapshots import TableLayout
 
 try:  # Airflow 3.3+: shared streams with persistence-gated advance ("ack mode")
     from airflow.triggers.shared_stream import SharedStreamProducer
@@ -112,8 +120,6 @@ class SnapshotWatch:
             return
         from airflow_provider_paimon.hooks.paimon import resolve_catalog_config
         from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-        from airflow_provider_paimon.paimon.secrets import secret_values
-        from airflow_provider_paimon.paimon.snapshots import TableLayout
 
         warehouse, options = resolve_catalog_config(
             self.warehouse, self.paimon_conn_id, self.warehouse_options
@@ -125,9 +131,6 @@ class SnapshotWatch:
 
     def open_position(self) -> int:
         """The saved position; on first use, pin the start (after the latest) and save it."""
-        from airflow_provider_paimon.paimon.consumers import read_next_snapshot, save_next_snapshot
-        from airflow_provider_paimon.paimon.snapshot_feed import start_position
-
         self._load()
         saved = read_next_snapshot(self._table, self.consumer_id)
         if saved is not None:
@@ -137,14 +140,10 @@ class SnapshotWatch:
         return start
 
     def poll(self, next_snapshot: int, limit: int = DEFAULT_BATCH) -> FeedPage:
-        from airflow_provider_paimon.paimon.snapshot_feed import snapshots_after
-
         self._load()
         return snapshots_after(self._layout, self.table_name, self.branch, next_snapshot, limit)
 
     def save(self, next_snapshot: int) -> None:
-        from airflow_provider_paimon.paimon.consumers import save_next_snapshot
-
         self._load()
         save_next_snapshot(self._table, self.consumer_id, next_snapshot)
 
@@ -157,8 +156,6 @@ class SnapshotWatch:
 
     def describe(self, error: BaseException) -> str:
         """``error`` as a log line, with any catalog secret scrubbed out."""
-        from airflow_provider_paimon.paimon.secrets import scrub
-
         return scrub(f"{type(error).__name__}: {error}", self._secrets)
 
     def where(self) -> str:

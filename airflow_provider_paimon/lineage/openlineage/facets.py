@@ -20,6 +20,7 @@ from openlineage.client.facet_v2 import RunFacet
 from openlineage.client.utils import RedactMixin
 
 from airflow_provider_paimon import __version__
+from airflow_provider_paimon.paimon.commit_properties import SPARK_APP_ID, run_of
 from airflow_provider_paimon.paimon.names import MAIN_BRANCH, is_main
 
 from .naming import dataset_name, warehouse_namespace
@@ -168,8 +169,6 @@ class PaimonRunFacet(RunFacet):
     @classmethod
     def from_properties(cls, properties: Mapping[str, str] | None) -> PaimonRunFacet | None:
         """From a commit's run properties (``airflow.*``, ``spark.app.id``); None when empty."""
-        from airflow_provider_paimon.paimon.commit_properties import SPARK_APP_ID, run_of
-
         props = dict(properties or {})
         ref = run_of(props)
         app_id = (props.get(SPARK_APP_ID) or "").strip() or None

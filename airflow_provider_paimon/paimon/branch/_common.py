@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import BranchNotFoundError, SnapshotNotFoundError, TagNotFoundError
+from ..errors import (
+    AlreadyExistsError,
+    BranchNotFoundError,
+    SnapshotNotFoundError,
+    TagNotFoundError,
+)
 from ..snapshots import TableLayout, branch_names, read_schema, schema_ids, snapshot_ids, tag_names
 
 FALLBACK_OPTION = "scan.fallback-branch"
@@ -20,8 +25,6 @@ def require_branch(layout: TableLayout, branch: str) -> None:
 
 
 def require_no_branch(layout: TableLayout, branch: str) -> None:
-    from ..errors import AlreadyExistsError
-
     if layout.branch_exists(branch):
         raise AlreadyExistsError(f"branch {branch!r} already exists on table {layout.table_path}")
 

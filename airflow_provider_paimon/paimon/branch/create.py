@@ -24,7 +24,7 @@ from ..snapshots import (
     table_branch,
     to_json,
 )
-from ._common import require_no_branch, snapshot_not_found, tag_not_found
+from ._common import require_branch, require_no_branch, snapshot_not_found, tag_not_found
 
 TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
 
@@ -52,8 +52,6 @@ def create_branch(
     if tag is not None:
         validate_tag_name(tag, profile)
     if source_branch not in (None, "", "main"):
-        from ._common import require_branch
-
         require_branch(layout, source_branch)
     require_no_branch(layout, branch)
     refuse_lookalike("branch", branch, branch_names(layout))

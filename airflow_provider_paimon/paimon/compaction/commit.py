@@ -53,6 +53,7 @@ from ..errors import ConcurrentModificationError
 from ..manifest_reader import KIND_ADD, KIND_DELETE
 from ..manifests import merge_manifests
 from .errors import CompactionConflictError, RowCountMismatchError
+from .manifest_compaction import fold_deletes
 from .scan import partition_dict, table_name
 from .snapshot import compact_snapshot
 
@@ -207,8 +208,6 @@ def commit_compaction(
 
 def _fold(table: Any, commit_user: str, properties: dict[str, str] | None) -> None:
     """Fold this commit's DELETE entries (never raises: the compaction has landed)."""
-    from .manifest_compaction import fold_deletes
-
     run = {k: v for k, v in dict(properties or {}).items() if k in RUN_KEYS}
     try:
         fold_deletes(table, commit_user=commit_user, properties=run)

@@ -36,6 +36,7 @@ from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.writer.append_only_data_writer import AppendOnlyDataWriter
 
 from ..parquet_encoding import DICTIONARY_SAMPLE_ROWS, dictionary_columns
+from .errors import RowCountMismatchError
 from .scan import resolve_path
 
 FILE_SOURCE_APPEND = 0
@@ -92,7 +93,6 @@ def rewrite_files(
         raise
     if written != rows or sum(f.row_count for f in new_files) != rows:
         delete_files(table, partition, bucket, new_files)
-        from .errors import RowCountMismatchError
 
         raise RowCountMismatchError(
             f"rewriting {len(files)} files of partition {partition} bucket {bucket} read "

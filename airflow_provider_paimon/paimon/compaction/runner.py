@@ -81,6 +81,8 @@ def compact(
     run and Spark app behind it, ``paimon.commit_properties``).
     """
     if getattr(table, "is_primary_key_table", False):
+        # here, not at the top: lsm.compact imports compaction's modules, whose package
+        # (compaction/__init__) imports this one
         from ..lsm.compact import compact_primary_keys
 
         return compact_primary_keys(

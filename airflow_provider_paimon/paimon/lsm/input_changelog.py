@@ -20,6 +20,7 @@ from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
 from ..compaction.rewrite import FILE_SOURCE_APPEND
 from .changelog import changelog_prefix
+from .rewrite import KvFileWriter
 
 
 class RawChangelogWriter(KeyValueDataWriter):
@@ -44,8 +45,6 @@ class RawChangelogWriter(KeyValueDataWriter):
             self._write_changelog(raw)
 
     def _write_changelog(self, rows: Any) -> None:
-        from .rewrite import KvFileWriter
-
         table = self.table.copy({"data-file.prefix": self._changelog_prefix})
         writer = KvFileWriter(table, self.partition, self.bucket, 0, file_source=FILE_SOURCE_APPEND)
         writer.write_file(rows)

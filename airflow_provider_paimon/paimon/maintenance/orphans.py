@@ -32,8 +32,17 @@ import os
 from typing import Any
 
 from .. import fileops
+from ..branch.journal import read_journal
 from ..errors import InvalidArgumentError
-from ..snapshots import BRANCH_PREFIX, TableLayout
+from ..object_dirs import list_files
+from ..snapshots import (
+    BRANCH_PREFIX,
+    TableLayout,
+    earliest_snapshot_id,
+    read_hint,
+    read_snapshot,
+    read_tag,
+)
 from .expire import JOURNAL_NAME as EXPIRE_JOURNAL
 from .options import DEFAULT_ORPHAN_AGE_MS, cutoff_ms
 from .references import ManifestCache, needed_files
@@ -216,8 +225,6 @@ def _listed_mtime(status) -> int | None:
 
 
 def _newest_object_millis(io, directory: str) -> int | None:
-    from ..object_dirs import list_files
-
     try:
         times = [_listed_mtime(info) for _, info in list_files(io, directory)]
     except OSError:
@@ -232,8 +239,6 @@ def _finished_branch_op(layout: TableLayout) -> bool:
     Only then is the journal stale (its operation was killed just before removing it);
     anything else is an unfinished operation that its own rerun must complete.
     """
-    from ..branch.journal import read_journal
-
     doc = read_journal(layout)
     if not doc:
         return False
@@ -246,8 +251,6 @@ def _finished_branch_op(layout: TableLayout) -> bool:
 
 def _finished_replace_main(layout: TableLayout, doc: dict[str, Any]) -> bool:
     """Replace-main is done when its switch and hint are (its last steps)."""
-    from ..snapshots import read_hint, read_snapshot
-
     plan = doc.get("plan") or {}
     n = plan.get("N")
     if n is None:
@@ -278,8 +281,6 @@ def _finished_fast_forward(layout: TableLayout, doc: dict[str, Any]) -> bool:
     - the tags it deletes are gone and the ones it copies are main's;
     - the ``EARLIEST`` hint is right (the hints step is the last).
     """
-    from ..snapshots import earliest_snapshot_id, read_hint, read_snapshot, read_tag
-
     plan = doc.get("plan") or {}
     branch = doc.get("branch")
     if not branch or "copy_snapshots" not in plan:

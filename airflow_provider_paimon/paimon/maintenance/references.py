@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .. import fileops
+from ..branch.journal import describe, read_journal
+from ..errors import ConcurrentModificationError
 from ..manifest_reader import KIND_ADD
 from ..snapshots import TableLayout, branch_names, read_snapshot, read_tag, snapshot_ids, tag_names
 
@@ -411,8 +413,6 @@ def _filtered_entries(cache: ManifestCache, only: set[str]) -> Callable[[str], l
 
 def journal_files(cache: ManifestCache, out: FileSet) -> None:
     """Files a pending replace-main has written but no snapshot names yet."""
-    from ..branch.journal import read_journal
-
     doc = read_journal(cache.layout)
     if not doc:
         return
@@ -431,8 +431,6 @@ def journal_files(cache: ManifestCache, out: FileSet) -> None:
 
 def branches_in_use(layout: TableLayout) -> dict[str, str]:
     """Branches (``main`` included) a pending branch operation is changing -> why."""
-    from ..branch.journal import describe, read_journal
-
     doc = read_journal(layout)
     if not doc:
         return {}
@@ -451,8 +449,6 @@ def require_idle(layout: TableLayout, branch: str | None, then: str = "") -> Non
     busy = branches_in_use(layout)
     key = "main" if branch is None else branch
     if key in busy:
-        from ..errors import ConcurrentModificationError
-
         raise ConcurrentModificationError(
             f"{where(branch)} is being changed by a {busy[key]}; rerun that operation to finish it"
             + (f", then {then}" if then else " first")

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import ConcurrentModificationError, InvalidArgumentError
-from ..option_values import parse_int
+from ..option_values import parse_bool, parse_int
 
 ATOMICITY = "commit.atomicity"
 LOCK_URL = "commit.lock.url"
@@ -82,8 +82,6 @@ def scheme_of(path: str) -> str:
 
 def resolve(warehouse: str, options: Mapping[str, Any] | None) -> Atomicity:
     """The commit mode for ``warehouse`` under ``options``; raises on a bad or unsafe setting."""
-    from ..option_values import parse_bool
-
     opts = {str(k): v for k, v in (options or {}).items()}
     raw = opts.get(ATOMICITY)
     mode = AUTO if raw is None or not str(raw).strip() else str(raw).strip().lower()

@@ -48,6 +48,10 @@ from airflow_provider_paimon.paimon.names import (
     validate_branch_name,
 )
 
+from ..lineage.connect_state import lineage_defaults
+from ..lineage.direct import check_session, session_info
+from ..session_info import spark_conf, worker_environment
+
 if TYPE_CHECKING:
     from ..options import PaimonOptions
 
@@ -204,8 +208,6 @@ def merge_redirects(conf: Mapping[str, Any], redirects: Mapping[str, str]) -> di
 
 def session_entries(spark: Any) -> dict[str, str]:
     """The session's redirect entries: SparkConf plus runtime conf (``spark.conf.set`` wins)."""
-    from ..session_info import spark_conf
-
     return entries(spark_conf(spark))
 
 
@@ -222,10 +224,7 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
 
     from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
 
-    from ..lineage.connect_state import lineage_defaults
-    from ..lineage.direct import check_session, session_info
     from ..options import parse_options
-    from ..session_info import worker_environment
 
     defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
     if defaults and not has_lineage_proposal_options(opts.raw):

@@ -20,10 +20,14 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
+from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
+from ..branch.redirect import apply
 from ..connect_carry import CarriedOnConnect
+from ..lineage.direct import check_session
 from ..options import PaimonOptions, parse_options
+from .partition_pruning import check_partition_filter
 
 
 class PaimonDataSource(CarriedOnConnect, DataSource):
@@ -55,9 +59,6 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
     def _options(self, what: str) -> PaimonOptions:
         """The options, with the session's branch redirect resolved (``spark.branch.redirect``)."""
         import dataclasses
-
-        from ..branch.redirect import apply
-        from ..lineage.direct import check_session
 
         given = dict(self.options)
         if self.lineage_defaults and not _asks_lineage(given):
@@ -103,8 +104,6 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
         table = open_table(opts)
         check_read_schema(schema, table_spark_schema(table), opts.table)
         if opts.partition_filter:
-            from .partition_pruning import check_partition_filter
-
             check_partition_filter(table, opts.partition_filter, opts.table)
         return PaimonReader(opts, schema)
 
@@ -136,8 +135,6 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
 
 def _asks_lineage(options: dict[str, str]) -> bool:
     """Whether a read's or write's own options say something about lineage (they win)."""
-    from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
-
     return has_lineage_proposal_options(options)
 
 

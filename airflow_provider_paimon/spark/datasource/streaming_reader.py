@@ -46,6 +46,7 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon import consumers
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.snapshot_identity import table_identity
 from airflow_provider_paimon.paimon.stream_scan import (
     StreamOffset,
     StreamPlanner,
@@ -59,7 +60,9 @@ from ..connect_carry import CarriedOnConnect
 from ..lineage import direct as lineage_direct
 from ..options import PaimonOptions
 from ..tables import open_table
+from .changelog_read import changelog_schema, check_stream, group_by_bucket, read_changes
 from .reader import PaimonReader, SplitGroup, pack_splits
+from .types import check_read_schema, table_spark_schema
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +121,6 @@ def create_stream_reader(opts: PaimonOptions, schema: StructType) -> PaimonStrea
         consumers.validate_consumer_id(consumer_id)
     table_opts = stream_read_options(opts)
     table = open_table(table_opts)  # raises for an unknown table or branch
-    from .changelog_read import changelog_schema, check_stream
-    from .types import check_read_schema, table_spark_schema
 
     changes = check_stream(table, opts.raw, opts.table)  # primary keys: read.changelog
     StreamPlanner(table, config)  # raises for what a stream of this table cannot read
@@ -184,8 +185,6 @@ class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTrigg
             return None
         cache = self.__dict__.setdefault("_commits", {})
         if snapshot_id not in cache:
-            from airflow_provider_paimon.paimon.snapshot_identity import table_identity
-
             found = table_identity(self._planner().table, snapshot_id)
             if len(cache) > 64:  # a long-running stream: keep only recent positions
                 cache.clear()
@@ -273,8 +272,6 @@ class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTrigg
         if not splits:
             return []
         if self.changes:
-            from .changelog_read import group_by_bucket
-
             groups = group_by_bucket(splits, self.opts.min_partitions or len(splits))
         else:
             groups = pack_splits(splits, self.opts.min_partitions or len(splits))
@@ -321,8 +318,6 @@ class PaimonStreamReader(CarriedOnConnect, DataSourceStreamReader, SupportsTrigg
         if not isinstance(partition, SplitGroup):
             raise InvalidArgumentError(f"unexpected input partition {partition!r}")
         if self.changes:
-            from .changelog_read import read_changes
-
             if partition.splits:
                 yield from read_changes(open_table(self.opts), self.schema, partition.splits)
             return

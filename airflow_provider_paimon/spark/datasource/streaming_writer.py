@@ -60,6 +60,7 @@ from pyspark.sql.types import StructType
 
 from airflow_provider_paimon.paimon.compaction.after_commit import compact_after_commit
 from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
+from airflow_provider_paimon.paimon.compaction.precommit import merge_commit_messages
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonError
 from airflow_provider_paimon.paimon.maintenance.after_commit import expire_after_commit
 from airflow_provider_paimon.paimon.merging_commit import merging_commit
@@ -67,7 +68,9 @@ from airflow_provider_paimon.paimon.merging_commit import merging_commit
 from .. import commit_events
 from ..connect_carry import CarriedOnConnect
 from ..lineage import direct as lineage_direct
+from ..lineage.guard import LineageStoreUnreachableError, check_before_commit
 from ..options import PaimonOptions
+from .write_setup import plan_write
 from .writer import PaimonWriter, TaskCommit, WritePlan, task_messages_of
 
 log = logging.getLogger(__name__)
@@ -223,8 +226,6 @@ def create_stream_writer(
 
     ``snapshot_properties`` go on every micro-batch's snapshot (``paimon.commit_properties``).
     """
-    from .write_setup import plan_write
-
     if overwrite:
         raise InvalidArgumentError(
             "the paimon streaming sink appends: use outputMode('append') (or 'update' for "
@@ -360,8 +361,6 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
         this attempt's files are deleted and nothing is committed; the query fails, and
         its restart replays ``batch_id`` and commits it once.
         """
-        from ..lineage.guard import LineageStoreUnreachableError, check_before_commit
-
         opts = self.plan.opts
         try:
             check_before_commit(f"micro-batch {batch_id} of {opts.table} (branch {opts.branch_name})")
@@ -377,8 +376,6 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
         The merged files replace the task files in the pending list, so a crash after
         the merge still leaves a list of exactly the files to delete on replay.
         """
-        from airflow_provider_paimon.paimon.compaction.precommit import merge_commit_messages
-
         merged = merge_commit_messages(table, task_messages, self.plan.opts.raw)
         if state is not None:
             state.write_pending(batch_id, merged)

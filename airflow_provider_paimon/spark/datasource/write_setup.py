@@ -27,11 +27,13 @@ from airflow_provider_paimon.paimon.maintenance.after_commit import check_write_
 from airflow_provider_paimon.paimon.maintenance.options import writer_retention
 from airflow_provider_paimon.paimon.manifests import MergeOptions
 from airflow_provider_paimon.paimon.partitions import parse_partition_spec
+from airflow_provider_paimon.paimon.schema import alter_table
 from airflow_provider_paimon.paimon.snapshots import table_latest_snapshot_id
 from airflow_provider_paimon.paimon.table_options import refuse_secrets
 
 from ..options import PaimonOptions
 from ..tables import catalog_for, open_table
+from .schema_merge import effective_schema, plan_merge
 from .types import (
     check_supported,
     check_write_compatible,
@@ -111,9 +113,6 @@ def merge_schema(opts: PaimonOptions, schema: StructType, stored: Any, table: An
     As in Paimon's Spark connector the schema is committed before the data: a job that
     fails after this leaves the new schema in place, and a rerun writes into it.
     """
-    from airflow_provider_paimon.paimon.schema import alter_table
-
-    from .schema_merge import effective_schema, plan_merge
 
     plan = plan_merge(schema, table, opts.table, explicit_cast=opts.merge_schema_explicit_cast)
     if plan.changes:

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from airflow_provider_paimon.paimon.compaction.precommit import merge_commit_messages
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.lsm.after_commit import compact_after_write
 from airflow_provider_paimon.paimon.lsm.changelog import changelog_prefix
@@ -192,8 +193,6 @@ class PaimonWriter(DataSourceArrowWriter):
         row_count = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         table = self._table()
         if self.plan.opts.precommit_compact and task_messages:
-            from airflow_provider_paimon.paimon.compaction.precommit import merge_commit_messages
-
             task_messages = merge_commit_messages(table, task_messages, self.plan.opts.raw)
         # Paimon's manifest merge inside this commit (pypaimon alone never merges)
         table_commit = merging_commit(self._write_builder(table).new_commit(), self.plan.opts.table_options)

@@ -25,6 +25,10 @@ import json
 import logging
 from typing import Any
 
+from ...paimon.errors import InvalidArgumentError
+from ..branch.diff import audit_branch, sql_query
+from ..branch.expectations import parse_expectations
+from ..branch.quarantine import apply_expectations
 from .common import ArgumentError, catalog_options, job_spark_session, new_parser, run_job
 
 log = logging.getLogger("airflow_provider_paimon.jobs.audit")
@@ -65,9 +69,6 @@ def parse_checks(pairs: list[str]) -> dict[str, str]:
 
 def parse_expectation_arg(text: str | None) -> tuple[Any, ...]:
     """The rules of ``--expectations`` (a JSON list), checked; () when not given."""
-    from ...paimon.errors import InvalidArgumentError
-    from ..branch.expectations import parse_expectations
-
     if text is None:
         return ()
     try:
@@ -82,9 +83,6 @@ def parse_expectation_arg(text: str | None) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
     """Audit as ``args`` say and return the result dict."""
-    from ..branch.diff import audit_branch, sql_query
-    from ..branch.quarantine import apply_expectations
-
     for flag in ("limit_partitions", "dict_partitions", "sample_rows"):
         if getattr(args, flag) < 0:
             raise ArgumentError(f"--{flag.replace('_', '-')} must not be negative, got {getattr(args, flag)}")

@@ -27,6 +27,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...job_contract import LINEAGE_URL_ENV
+from ...paimon.commit_properties import commit_properties
+from ...paimon.snapshot_identity import identity_of
+from ...paimon.snapshots import TableLayout, earliest_snapshot_id, snapshot_ids
 from .common import ArgumentError, catalog_options, new_parser, run_job
 
 COMMANDS = ("create", "delete", "rename", "fast-forward", "replace-main", "list")
@@ -55,16 +59,11 @@ def _parser(command: str) -> argparse.ArgumentParser:
 
 def lineage_url() -> str | None:
     """The lineage store the operator passed (never on the command line), or None."""
-    from ...job_contract import LINEAGE_URL_ENV
-
     return os.environ.get(LINEAGE_URL_ENV) or None
 
 
 def main_identities(table: Any, low: int | None) -> dict[int, Any]:
     """{id: identity} of main's snapshots from ``low`` on (all when None), read from their files."""
-    from ...paimon.snapshot_identity import identity_of
-    from ...paimon.snapshots import TableLayout, snapshot_ids
-
     layout = TableLayout.of(table)
     return {sid: identity_of(layout, None, sid) for sid in snapshot_ids(layout, None) if low is None or sid >= low}
 
@@ -84,8 +83,6 @@ def _record_link(command: str, args: argparse.Namespace, result: dict[str, Any],
     from ...lineage.branch_links import record_branch_link
     from ...lineage.history_events import record_event, record_fast_forward
     from ...lineage.store import LineageStore
-    from ...paimon.snapshot_identity import identity_of
-    from ...paimon.snapshots import TableLayout
 
     database, name = args.table.split(".", 1)
     layout = TableLayout.of(table)
@@ -122,7 +119,6 @@ def _before_fast_forward(table: Any, branch: str) -> dict[int, Any] | None:
     fast-forward refuses it)."""
     if not lineage_url():
         return None
-    from ...paimon.snapshots import TableLayout, earliest_snapshot_id
 
     point = earliest_snapshot_id(TableLayout.of(table), branch)
     return None if point is None else main_identities(table, point)
@@ -138,7 +134,6 @@ def _table(args: argparse.Namespace) -> Any:
 def _body(command: str, argv: list[str]) -> Callable[[], dict[str, Any]]:
     def body() -> dict[str, Any]:
         from ...paimon import branch as ops
-        from ...paimon.commit_properties import commit_properties
 
         args = _parser(command).parse_args(argv)
         table = _table(args)

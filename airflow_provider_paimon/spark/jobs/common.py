@@ -21,6 +21,8 @@ from typing import Any, NoReturn
 
 from ...job_contract import CATALOG_OPTIONS_ENV, ERROR_PREFIX, RESULT_FILE_ENV, RESULT_PREFIX
 from ...paimon.errors import InvalidArgumentError, PaimonError
+from ...paimon.secrets import scrub
+from .job_secrets import register_private_secrets, scrub_value, scrubbed_output
 
 log = logging.getLogger("airflow_provider_paimon.jobs")
 
@@ -96,8 +98,6 @@ def _write_result_file(record: dict[str, Any]) -> None:
 def print_result(result: dict[str, Any]) -> None:
     """Report the job's result: the ``PAIMON_RESULT`` line, and the result file if asked
     (every string in it scrubbed of secrets)."""
-    from .job_secrets import scrub_value
-
     result = scrub_value(result)
     _write_result_file({"result": result})
     sys.stdout.write(RESULT_PREFIX + json.dumps(result, sort_keys=True, default=str) + "\n")
@@ -107,8 +107,6 @@ def print_result(result: dict[str, Any]) -> None:
 def print_error(message: str) -> None:
     """Report the job's error: the ``PAIMON_ERROR`` line (stderr), and the result file
     (scrubbed of secrets)."""
-    from ...paimon.secrets import scrub
-
     message = scrub(message)
     _write_result_file({"error": message})
     sys.stderr.write(ERROR_PREFIX + message + "\n")
@@ -131,9 +129,6 @@ def run_job(body: Callable[[], dict[str, Any]]) -> int:
     First the secrets of the private channels are registered; while the job runs its
     log records are scrubbed, and so are its traceback, error and result.
     """
-    from ...paimon.secrets import scrub
-    from .job_secrets import register_private_secrets, scrubbed_output
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with scrubbed_output():
         try:

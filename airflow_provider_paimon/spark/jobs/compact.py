@@ -33,7 +33,12 @@ import json
 import logging
 from typing import Any
 
+from airflow_provider_paimon.paimon.commit_properties import commit_properties
+from airflow_provider_paimon.paimon.manifests import MergeOptions
+from airflow_provider_paimon.spark.session_info import app_id
+
 from ...paimon.catalog import load_table, open_catalog
+from ...paimon.compaction.manifest_compaction import compact_manifest, preview
 from ...paimon.compaction.options import CompactionOptions
 from ...paimon.compaction.plan import check_compactable, partition_spec_filter
 from ...paimon.compaction.runner import compact
@@ -42,6 +47,8 @@ from ...paimon.lsm.compact import check_lsm_compactable
 from ...paimon.lsm.options import LsmOptions, check_mode
 from ...paimon.partitions import split_partition_text
 from ...paimon.predicates import table_partition_types, where_filter
+from ..compaction import SparkBinRewriter
+from ..lsm_compaction import SparkUnitRewriter
 from .common import (
     ArgumentError,
     catalog_options,
@@ -92,11 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
 def run_manifests_only(args: argparse.Namespace, overrides: dict[str, str]) -> dict[str, Any]:
     """``--manifests-only``: Paimon's ``compact_manifest`` (no Spark work, no data file)."""
     import time
-
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.paimon.manifests import MergeOptions
-
-    from ...paimon.compaction.manifest_compaction import compact_manifest, preview
 
     if args.partition or args.where:
         raise ArgumentError(
@@ -160,15 +162,10 @@ def run(args: argparse.Namespace, spark: Any = None) -> dict[str, Any]:
         partition_filter = where_filter(args.where, table_partition_types(table))
     spark = spark or job_spark_session("paimon-compact")
 
-    from ..compaction import SparkBinRewriter
-    from ..lsm_compaction import SparkUnitRewriter
-
     rewriter = SparkBinRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
                                 max_tasks=args.max_tasks)
     units = SparkUnitRewriter(spark, args.warehouse, args.table, args.branch, cat_options,
                               max_tasks=args.max_tasks) if primary_keys else None
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session_info import app_id
 
     result = compact(
         table, options, rewriter=rewriter, partition_filter=partition_filter,

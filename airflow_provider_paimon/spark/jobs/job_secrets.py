@@ -25,7 +25,9 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ...job_contract import CATALOG_OPTIONS_ENV, LINEAGE_PASSWORD_ENV, LINEAGE_URL_ENV
 from ...paimon import secrets
+from ..session_info import spark_conf
 
 #: openlineage-python's own settings (``OPENLINEAGE_URL``, ``OPENLINEAGE_API_KEY``...)
 OPENLINEAGE_ENV_PREFIX = "OPENLINEAGE"
@@ -37,7 +39,6 @@ def register_private_secrets(environ: Mapping[str, str] | None = None, spark_con
     ``spark_conf`` defaults to the driver's Spark conf when one can be read without
     starting a JVM (under spark-submit, or with a session already running).
     """
-    from ...job_contract import CATALOG_OPTIONS_ENV, LINEAGE_PASSWORD_ENV, LINEAGE_URL_ENV
     from ...lineage.url import register_url
 
     env = os.environ if environ is None else environ
@@ -66,8 +67,6 @@ def _driver_conf(env: Mapping[str, str]) -> dict[str, str]:
         return {}
     active = SparkSession.getActiveSession()
     if active is not None:
-        from ..session_info import spark_conf
-
         return spark_conf(active)
     if not env.get("PYSPARK_GATEWAY_PORT"):
         return {}

@@ -27,6 +27,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...paimon.durations import parse_duration
+from ...paimon.snapshot_identity import identity_of
+from ...paimon.snapshots import TableLayout, snapshot_ids
+from .branch import lineage_url
 from .common import ArgumentError, catalog_options, new_parser, run_job
 
 COMMANDS = ("expire-snapshots", "remove-orphan-files", "rollback", "expire-tags")
@@ -56,8 +60,6 @@ def _parser(command: str) -> argparse.ArgumentParser:
 
 
 def _age(text: str | None) -> Any:
-    from ...paimon.durations import parse_duration
-
     return None if text is None else parse_duration(text, "--older-than")
 
 
@@ -79,16 +81,12 @@ def _run(command: str, table: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def _record_rollback(args: argparse.Namespace, table: Any, result: dict[str, Any]) -> dict[str, Any] | None:
     """Record the rollback in the lineage store, when one is configured."""
-    from .branch import lineage_url
-
     url = lineage_url()
     if not url:
         return None
     from ...lineage.history_events import record_rollback
     from ...lineage.store import LineageStore
     from ...lineage.url import DEFAULT_DATABASE
-    from ...paimon.snapshot_identity import identity_of
-    from ...paimon.snapshots import TableLayout, snapshot_ids
 
     layout = TableLayout.of(table)
     branch = None if result.get("branch") in (None, "main") else str(result["branch"])

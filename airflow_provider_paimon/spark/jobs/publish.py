@@ -25,6 +25,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ...job_contract import LINEAGE_URL_ENV
+from ...paimon.snapshot_identity import identity_of
+from ...paimon.snapshots import TableLayout
 from .common import ArgumentError, catalog_options, new_parser, run_job
 
 COMMANDS = ("publish", "undo")
@@ -54,7 +57,6 @@ def _record_links(args: argparse.Namespace, result: dict[str, Any], catalog: Any
     table ``unchanged`` with the same snapshots, so it records the links a failed store
     write left out.
     """
-    from ...job_contract import LINEAGE_URL_ENV
     from ...lineage.url import DEFAULT_DATABASE
 
     url = os.environ.get(LINEAGE_URL_ENV)
@@ -64,8 +66,6 @@ def _record_links(args: argparse.Namespace, result: dict[str, Any], catalog: Any
     from ...lineage.history_events import record_event
     from ...lineage.store import LineageStore
     from ...paimon.catalog import load_table
-    from ...paimon.snapshot_identity import identity_of
-    from ...paimon.snapshots import TableLayout
 
     links = []
     try:

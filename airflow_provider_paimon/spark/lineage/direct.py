@@ -38,7 +38,9 @@ from typing import Any
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from ..commit_events import EVENT_LOG_ENV
-from .config import BUFFER, CaptureConfig, default_spool_root
+from ..session_info import app_name
+from .config import BUFFER, KEY_JOB, KEY_SPOOL_DIR, CaptureConfig, default_spool_root
+from .recorder import LineageRecorder, TableAt
 
 log = logging.getLogger(__name__)
 
@@ -158,14 +160,10 @@ def _scans_path(config: CaptureConfig) -> str:
 
 
 def _table_at(opts: Any, snapshot_id: int | None, identity: Mapping[str, Any] | None = None) -> Any:
-    from .recorder import TableAt
-
     return TableAt(opts.warehouse, opts.database, opts.table_name, opts.branch_name, snapshot_id).with_identity(identity)
 
 
 def _record(config: CaptureConfig, record: Any) -> None:
-    from .recorder import LineageRecorder
-
     recorder = LineageRecorder(config, retry_interval=0.0)
     try:
         recorder.open()
@@ -205,8 +203,6 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
 
 def _take_scans(config: CaptureConfig) -> list[Any]:
     """The job's scans since its last commit in the same store (and forget them)."""
-    from .recorder import TableAt
-
     path = _scans_path(config)
     if not os.path.exists(path):
         return []
@@ -265,15 +261,11 @@ def _safe(err: BaseException, opts: Any) -> str:
 
 def session_info(spark: Any) -> dict[str, str]:
     """What a worker needs of the session to record on its own (no secrets): job, spool."""
-    from .config import KEY_JOB, KEY_SPOOL_DIR
-
     def conf(key: str) -> str:
         try:
             return str(spark.conf.get(key, "") or "")
         except Exception:  # noqa: BLE001 - a stopped session: defaults
             return ""
-
-    from ..session_info import app_name
 
     info = {"app_name": app_name(spark), "job": conf(KEY_JOB).strip(),
             "spool_dir": conf(KEY_SPOOL_DIR).strip()}

@@ -27,6 +27,8 @@ import os
 import threading
 from typing import Any
 
+from airflow_provider_paimon.paimon.secrets import mask_url
+
 from .recorder import LineageCaptureError
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,6 @@ def check_before_commit(what: str) -> None:
     if error is None:
         return
     from airflow_provider_paimon.lineage.url import default_url
-    from airflow_provider_paimon.paimon.secrets import mask_url
 
     raise LineageStoreUnreachableError(
         f"lineage store {mask_url(url or default_url())} of job {target.get('job')!r} is not "

@@ -43,7 +43,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from airflow_provider_paimon.lineage.entities import BarrierRun, DataLineage, TableLineage
 from airflow_provider_paimon.paimon.errors import PaimonError
+from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
 
 from .config import FAIL, CaptureConfig
 
@@ -78,14 +80,10 @@ class TableAt:
     @property
     def identity(self) -> Any:
         """The snapshot's ``SnapshotIdentity``, or None when unknown."""
-        from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
-
         return SnapshotIdentity.from_fields(self.commit_user, self.commit_identifier, self.commit_time)
 
     def with_identity(self, fields: Mapping[str, Any] | None) -> TableAt:
         """This table with the identity ``fields`` name (``commit_user``, ``commit_identifier``, ``commit_time``)."""
-        from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
-
         found = SnapshotIdentity.from_fields(*(dict(fields or {}).get(k) for k in IDENTITY_FIELDS))
         if found is None:
             return self
@@ -285,8 +283,6 @@ class LineageRecorder:
         return True
 
     def _deliver(self, record: BatchRecord, spooled: tuple[list[BatchRecord], int] | None = None) -> None:
-        from airflow_provider_paimon.lineage.entities import DataLineage, TableLineage
-
         started = time.perf_counter()
         store = self._store
         if store is None:
@@ -316,7 +312,6 @@ class LineageRecorder:
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }
-        from airflow_provider_paimon.lineage.entities import BarrierRun
         from airflow_provider_paimon.lineage.meta import store_rows
 
         runs = []

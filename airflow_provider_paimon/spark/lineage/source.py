@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 
 from ...lineage.errors import InvalidLineageArgumentError, ReadOnlyLineageError
 from ...lineage.schema import READABLE_TABLES, TABLES
-from ...lineage.url import DEFAULT_DATABASE
+from ...lineage.url import DEFAULT_DATABASE, parse_url
 
 SHORT_NAME = "paimon-lineage"
 
@@ -64,8 +64,6 @@ def table_schema(name: str) -> StructType:
 
 
 def _store_url(options: dict[str, str]) -> Any:
-    from ...lineage.url import parse_url
-
     url = parse_url(options.get("url") or None)
     if options.get("password"):
         url = url.set(password=options["password"])
@@ -112,7 +110,7 @@ class PaimonLineageReader(DataSourceReader):
         return [InputPartition(0)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        from ...lineage.store import LineageStore
+        from ...lineage.store import LineageStore  # in the worker that reads, not at planning
 
         with LineageStore.from_url(
             _store_url(self.options), self.options.get("database") or DEFAULT_DATABASE, create=False

@@ -40,8 +40,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_paimon.paimon.commit_properties import commit_properties
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.spark.session_info import app_id
 
+from ..connect_carry import carried
+from ..datasource.streaming_writer import create_stream_writer, last_committed_snapshot
+from ..datasource.task_write import run_write_tasks
+from ..session_info import CONNECT_MODE_ENV
 from .write import routed_events, unsupported_reason, write_files, write_options
 
 log = logging.getLogger(__name__)
@@ -76,18 +82,11 @@ class ForeachBatchWriter:
         # which does not get the session's Python artifacts: the package goes inside.
         import os
 
-        from ..connect_carry import carried
-        from ..session_info import CONNECT_MODE_ENV
-
         if not os.environ.get(CONNECT_MODE_ENV):
             return super().__reduce_ex__(protocol)
         return carried(self)
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        from airflow_provider_paimon.paimon.commit_properties import commit_properties
-        from airflow_provider_paimon.spark.session_info import app_id
-
-        from ..datasource.streaming_writer import create_stream_writer, last_committed_snapshot
 
         # the branch as the query's session redirects it now (the sink's checkpoint
         # state refuses a branch other than the one its earlier batches committed to)
@@ -107,7 +106,6 @@ class ForeachBatchWriter:
             if unsupported_reason(table) is None:
                 tasks = [write_files(spark, df, table, sink.plan)]
             else:  # primary keys, buckets...: the data source's own write tasks
-                from ..datasource.task_write import run_write_tasks
 
                 tasks = list(run_write_tasks(df, sink._task_writer()))
             sink.commit(tasks, batch_id)  # expires as the streaming sink does

@@ -32,7 +32,8 @@ from pyspark.sql.types import DataType, DoubleType, FloatType, StructType
 
 from ...paimon.fileops import local_path
 from ..datasource.reader import DEFAULT_PARTITION_TARGET_SIZE, PaimonReader, SplitGroup, pack_splits
-from ..session_info import session_conf
+from ..lineage.direct import on_scan
+from ..session_info import default_parallelism, session_conf, worker_environment
 from .plan import NativeGroup, ReadPlan, plan_for, read_options
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,6 @@ def read_table(
     )
     plan = plan_for(opts, filter)
     log.info(plan.summary())
-    from ..lineage.direct import on_scan
-    from ..session_info import worker_environment
 
     on_scan(opts, plan.snapshot_id, worker_environment(spark))  # option-driven lineage (no capture)
     df = dataframe_for(spark, plan)
@@ -168,7 +167,6 @@ def _python_frame(spark: Any, plan: ReadPlan) -> DataFrame:
     """The splits Spark cannot read natively, read by the data source's reader on executors."""
     reader = PaimonReader(plan.options, plan.schema)
     total = sum(_size(s) for s in plan.python_splits)
-    from ..session_info import default_parallelism
 
     wanted = max(-(-total // DEFAULT_PARTITION_TARGET_SIZE), default_parallelism(spark))
     groups = [SplitGroup(i, g, plan.snapshot_id) for i, g in enumerate(pack_splits(plan.python_splits, wanted))]

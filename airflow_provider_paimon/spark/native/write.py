@@ -54,16 +54,22 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_provider_paimon.paimon import faults, fileops
+from airflow_provider_paimon.paimon.commit_properties import commit_properties
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+from airflow_provider_paimon.paimon.partitions import format_partition_value, parse_partition_spec
+from airflow_provider_paimon.spark.session_info import app_id
 
 from .. import commit_events
 from ..branch import redirect as branch_redirect
+from ..datasource.fast_append import _has_special_fields, _map_shredding_active
 from ..datasource.schema_merge import frame_casts
 from ..datasource.types import table_arrow_schema
+from ..datasource.write_setup import plan_write
 from ..datasource.writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
 from ..lineage import guard as lineage_guard
+from ..lineage.direct import SESSION_ENV
 from ..options import PaimonOptions, parse_options
-from ..session_info import session_conf
+from ..session_info import session_conf, worker_environment
 from .footers import Footer, footer_file_meta, read_footer
 
 log = logging.getLogger(__name__)
@@ -127,10 +133,6 @@ def write_table(
     """
     overwrite = _overwrite(mode)
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
-    from airflow_provider_paimon.paimon.commit_properties import commit_properties
-    from airflow_provider_paimon.spark.session_info import app_id
-
-    from ..datasource.write_setup import plan_write
 
     spark = df.sparkSession
     # the Airflow run (AIRFLOW_CTX_* of this driver) and the Spark app on the snapshot
@@ -159,11 +161,6 @@ def write_table(
 def _with_replaced_partitions(plan: WritePlan, partitions: Sequence[Mapping[str, Any]]) -> WritePlan:
     """``plan`` overwriting exactly ``partitions``, each parsed by its columns' types."""
     from dataclasses import replace
-
-    from airflow_provider_paimon.paimon.partitions import (
-        format_partition_value,
-        parse_partition_spec,
-    )
 
     if not plan.overwrite:
         raise InvalidArgumentError("replace_partitions needs mode='overwrite'")
@@ -229,8 +226,6 @@ def unsupported_reason(table: Any) -> str | None:
     """Why ``write_table`` cannot write ``table`` (the data source can), or None."""
     from pypaimon.common.options.core_options import ChangelogProducer, CoreOptions
     from pypaimon.table.bucket_mode import BucketMode
-
-    from ..datasource.fast_append import _has_special_fields, _map_shredding_active
 
     options = table.options
     checks = (
@@ -459,11 +454,8 @@ def routed_events(spark: Any) -> Iterator[None]:
     same variables are set here for the duration of the commit. (A Connect session has
     no such environment to read: nothing is routed, its capture records in the commit.)
     """
-    from ..session_info import worker_environment
-
     env = worker_environment(spark)
     added = []
-    from ..lineage.direct import SESSION_ENV
 
     for key in (commit_events.EVENT_LOG_ENV, lineage_guard.PRECOMMIT_ENV, SESSION_ENV):
         value = env.get(key)
