@@ -7,12 +7,12 @@ ties. Engines that cannot take deletes get none (their refusal is tested apart).
 
 ``PAIMON_PK_MODEL_STEPS`` (rows per variant) scales every model test; unset, the
 suite runs 120 (``steps()``), and the two reference-model files (test_pk_model,
-test_pk_compaction_model) run ``MODEL_TESTS_STEPS`` = 180: they read each split of the
-table once (``tables.Reader``) and decode each data file once (``kept_files``), and
-the compaction's sweep and commit got cheaper, so 180 steps cost what 150 did (paired
-runs at the same load, fixed seed, 2026-11-27, see docs/primary_keys.md). Seeds are
-new every run, so runs add up; 300 and more are the deep run
-(``PAIMON_PK_MODEL_STEPS=600 bash scripts/test.sh tests/pk``). Cost: the model tests
+test_pk_compaction_model) run ``MODEL_TESTS_STEPS`` = 300 per engine variant (the
+issue's "a few hundred"): they read each split of the table once (``tables.Reader``)
+and decode each data file once (``kept_files``), and the compaction's sweep and commit
+got cheaper, so 300 steps cost about 110 s of CPU for both files (docs/primary_keys.md).
+Seeds are new every run, so runs add up; a deep run is
+``PAIMON_PK_MODEL_STEPS=600 bash scripts/test.sh tests/pk``. Cost: the model tests
 read the table after every commit; without compaction a bucket's files grow with the
 history, so test_pk_model costs more than linearly.
 ``PAIMON_PK_MODEL_SEED`` fixes the seed; every model test prints the one it used, so a
@@ -76,7 +76,7 @@ READS_LEVEL0 = {name for name, opts in VARIANTS.items() if opts.get("merge-engin
 
 
 #: steps of test_pk_model and test_pk_compaction_model when PAIMON_PK_MODEL_STEPS is unset
-MODEL_TESTS_STEPS = 180
+MODEL_TESTS_STEPS = 300
 
 
 def steps(default: int = 120) -> int:
