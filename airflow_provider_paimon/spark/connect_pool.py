@@ -22,7 +22,8 @@ How, safely:
   artifact under the same name, and an old zip would stay on the workers' path), or
   when cleaning up after a job failed.
 * **No state leaks to the next job.** The state file keeps the session's conf and
-  current database as they were when the session was new (the baseline). At the end of
+  current database as they were when the session was new (the baseline; values as
+  digests: the server's conf may hold secrets). At the end of
   each lease, success or failure, every conf key the job changed or added is set back
   or unset, temporary views are dropped and the current database restored; a job that
   failed first has its running operations interrupted. What cannot be undone through
@@ -265,13 +266,19 @@ def _begin(url: str, state_path: Path, slot: int) -> Lease:
                 raise
             why_new = "the server closed it (released or idle past its timeout)"
         else:
-            if now.get("spark.app.id") != state["baseline"]["conf"].get("spark.app.id"):
+            if _digest(now.get("spark.app.id", "")) != state["baseline"]["conf"].get("spark.app.id"):
                 # a restarted server made a new session of the old id: its baseline is not ours
                 _stop(session, release=True)
                 why_new = "the server restarted"
             else:
-                _restore(session, state["baseline"], now)
-                lease = Lease(session, slot, int(state.get("generation", 0)), True, state["baseline"])
+                try:
+                    _restore(url, session, state["baseline"], now)
+                    lease = Lease(session, slot, int(state.get("generation", 0)), True, state["baseline"])
+                except Exception as err:  # noqa: BLE001 - a session that cannot be cleaned is not reused
+                    _stop(session, release=True)
+                    log.warning("Spark Connect: cleaning pooled session %s failed (%s)",
+                                state["session_id"], type(err).__name__)
+                    why_new = "cleaning it failed"
     if why_new is not None:
         if state.get("session_id") and why_new in (_KILLED, _PACKAGE_CHANGED):
             _retire(url, str(state["session_id"]))
@@ -297,7 +304,7 @@ def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
     try:
         if failed:
             session.interruptAll()  # nothing the job started goes on running in it
-        _restore(session, lease.baseline)
+        _restore(url, session, lease.baseline)
         keep = True
     except Exception as err:  # noqa: BLE001 - the job's outcome stands; the next task starts anew
         log.warning("Spark Connect: cleaning pooled session %s failed (%s); the next task gets a new one",
@@ -314,31 +321,54 @@ def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
 
 
 def _snapshot(session: Any) -> dict[str, Any]:
-    """A new session's conf and current database: what each lease puts back."""
-    return {"conf": _conf(session), "database": str(session.catalog.currentDatabase())}
+    """A new session's conf and current database: what each lease puts back.
+
+    The conf is kept as digests of its values: the server's conf may hold secrets
+    (storage keys), which have no business in a file on this host. A key a job changed
+    gets its value back from a new session of the same server (``_pristine_values``).
+    """
+    return {"conf": {k: _digest(v) for k, v in _conf(session).items()},
+            "database": str(session.catalog.currentDatabase())}
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 def _conf(session: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in session.conf.getAll.items()}
 
 
-def _restore(session: Any, baseline: dict[str, Any], now: dict[str, str] | None = None) -> None:
+def _restore(url: str, session: Any, baseline: dict[str, Any], now: dict[str, str] | None = None) -> None:
     """Conf keys set back or unset, temporary views dropped, current database restored."""
     wanted: dict[str, str] = dict(baseline.get("conf") or {})
     now = _conf(session) if now is None else now
-    for key, value in now.items():
-        if key not in wanted:
-            session.conf.unset(key)
-        elif wanted[key] != value:
-            session.conf.set(key, wanted[key])
-    for key in wanted.keys() - now.keys():
-        session.conf.set(key, wanted[key])
+    changed = {key for key, value in now.items() if key in wanted and _digest(value) != wanted[key]}
+    changed |= wanted.keys() - now.keys()
+    for key in now.keys() - wanted.keys():
+        session.conf.unset(key)
+    if changed:
+        values = _pristine_values(url, changed)
+        for key in sorted(changed):
+            if key not in values or _digest(values[key]) != wanted[key]:
+                raise RuntimeError(f"the conf key {key} cannot be set back")  # the session is retired
+            session.conf.set(key, values[key])
     for row in session.sql("SHOW VIEWS").collect():
         if row["isTemporary"] and not row["namespace"]:
             session.catalog.dropTempView(row["viewName"])
     database = baseline.get("database")
     if database and session.catalog.currentDatabase() != database:
         session.catalog.setCurrentDatabase(database)
+
+
+def _pristine_values(url: str, keys: set[str]) -> dict[str, str]:
+    """``keys``' values in a new session of the server (the baseline of every session)."""
+    session = _attach(url, None)
+    try:
+        conf = _conf(session)
+    finally:
+        _stop(session, release=True)
+    return {key: conf[key] for key in keys if key in conf}
 
 
 def _attach(url: str, session_id: str | None) -> Any:

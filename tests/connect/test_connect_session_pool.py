@@ -59,6 +59,7 @@ def test_two_jobs_in_a_row_share_one_server_session_and_not_their_state(connect_
     with remote_job_session(url, {"spark.paimon.test.job": "one"}, pool) as spark:
         first = spark.session_id
         default_partitions = spark.conf.get("spark.sql.shuffle.partitions")
+        app_id = spark.conf.get("spark.app.id")
         assert spark.conf.get("spark.paimon.test.job") == "one"
         spark.conf.set("spark.sql.shuffle.partitions", "17")  # the job's own conf
         spark.conf.set("spark.paimon.test.left", "x")
@@ -72,6 +73,8 @@ def test_two_jobs_in_a_row_share_one_server_session_and_not_their_state(connect_
         assert [r["viewName"] for r in spark.sql("SHOW VIEWS").collect() if r["isTemporary"]] == []
     state = _state(pool, 0)
     assert state["session_id"] == first and state["generation"] == 1 and state["in_use"] is False
+    # the server's conf values are not written on this host (they may hold storage keys)
+    assert app_id not in (pool.folder() / "slot-0.json").read_text()
 
 
 def test_a_failed_job_is_cleaned_up_and_its_session_kept(connect_server, pool):
