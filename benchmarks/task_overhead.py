@@ -19,9 +19,10 @@ session an earlier task used):
 The Connect server is started once (pyspark's bundled jars, ``local[2]``, its workers
 without the package: ``register`` ships it) and warmed by one discarded round (which
 also makes the pooled session); the spark-submit path gets the same discarded round.
-Rounds interleave the paths. Prints each path's median wall time, the pooled path's
-best, the ratios, and the load average; the whole task is timed (the job's own work is
-not separated out).
+Rounds interleave the paths; the pooled connection runs twice in a row ("pooled, idle":
+its session's previous task ended a round of other tasks ago, the gap is printed;
+"pooled, next": right after). Prints each path's median wall time, the ratios, and the
+load average; the whole task is timed (the job's own work is not separated out).
 
     python benchmarks/task_overhead.py [--repeat 3] [--no-spark-submit]
 """
@@ -87,13 +88,13 @@ def set_conn(conn_id: str, conn: dict) -> None:
     os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
 
 
-def run_task(kind: str, spark_conn_id: str, root: Path, n: int, app: Path) -> float:
+def run_task(kind: str, spark_conn_id: str, root: Path, n: int, app: Path, label: str) -> float:
     """Wall time of one task of ``kind`` on a fresh warehouse (set up before the clock)."""
     from airflow_provider_paimon.operators.compaction import CompactionOperator
     from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
     from airflow_provider_paimon.operators.tag import TagCreateOperator
 
-    warehouse = str(root / f"wh-{kind.replace(' ', '_')}-{spark_conn_id}-{n}")
+    warehouse = str(root / f"wh-{kind.replace(' ', '_')}-{label.replace(' ', '_').replace(',', '')}-{n}")
     make_table(warehouse, 8 if kind == "compact" else 1)
     set_conn("paimon_default", {"conn_type": "paimon", "host": warehouse})
     if kind == "tag":
@@ -136,35 +137,43 @@ def main() -> None:
                                    "extra": {"session_reuse": False}})
     set_conn("spark_connect_pooled", {"conn_type": "spark_connect", "host": host, "port": int(port)})
     set_conn("spark_local", {"conn_type": "spark", "host": "local[2]"})
+    # "pooled, idle": the pooled session's previous task ended a while ago (the gap is
+    # printed: the server stops Python workers idle for 1 minute, its daemon stays);
+    # "pooled, next": the next task right after it, on the same session
     paths = {"spark-submit": "spark_local", "connect new": "spark_connect_new",
-             "connect pooled": "spark_connect_pooled"}
+             "pooled, idle": "spark_connect_pooled", "pooled, next": "spark_connect_pooled"}
     if args.no_spark_submit:
         del paths["spark-submit"]
     kinds = ["tag", "compact", "user job"]
     times: dict[tuple[str, str], list[float]] = {(k, p): [] for k in kinds for p in paths}
+    pooled_end = 0.0
     try:
         for n in range(args.repeat + 1):  # round 0: warm-up, discarded
             for kind in kinds:
                 for path, conn_id in paths.items():
-                    with connect_mode(path.startswith("connect")):
-                        elapsed = run_task(kind, conn_id, root, n, app)
+                    gap = f" (pooled session idle {time.monotonic() - pooled_end:.0f} s before)" \
+                        if path == "pooled, idle" and pooled_end else ""
+                    with connect_mode(conn_id != "spark_local"):
+                        elapsed = run_task(kind, conn_id, root, n, app, path)
+                    if conn_id == "spark_connect_pooled":
+                        pooled_end = time.monotonic()
                     if n > 0:
                         times[(kind, path)].append(elapsed)
-                    print(f"  round {n} {kind:8s} {path:14s} {elapsed:7.2f} s" + (" (warm-up)" if n == 0 else ""),
-                          flush=True)
+                    print(f"  round {n} {kind:8s} {path:14s} {elapsed:7.2f} s" + (" (warm-up)" if n == 0 else "")
+                          + gap, flush=True)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(_HOME, ignore_errors=True)
     print()
-    heads = [f"{p} median" for p in paths] + ["pooled best"] + [f"{p} / pooled" for p in paths if p != "connect pooled"]
-    print(f"{'task':10s} " + " ".join(f"{h:>22s}" for h in heads))
+    print("medians (s), then each path's median over the 'pooled, next' median:")
+    others = [p for p in paths if p != "pooled, next"]
+    print(f"{'task':10s} " + " ".join(f"{p:>14s}" for p in paths) + " " + " ".join(f"{p:>14s}" for p in others))
     for kind in kinds:
         medians = {p: statistics.median(times[(kind, p)]) for p in paths}
-        pooled = medians["connect pooled"]
-        cells = [f"{medians[p]:20.2f} s" for p in paths] + [f"{min(times[(kind, 'connect pooled')]):20.2f} s"]
-        cells += [f"{medians[p] / pooled:21.1f}x" for p in paths if p != "connect pooled"]
-        print(f"{kind:10s} " + " ".join(cells))
+        best = medians["pooled, next"]
+        print(f"{kind:10s} " + " ".join(f"{medians[p]:14.2f}" for p in paths) + " "
+              + " ".join(f"{medians[p] / best:13.1f}x" for p in others))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
 
 

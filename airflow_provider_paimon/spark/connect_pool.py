@@ -30,7 +30,8 @@ How, safely:
   the client (functions or data sources a user's job registered, the server's shared
   table cache) is documented: opt out (``session_reuse: false``) for isolation.
   The ``paimon`` source is registered anew by each job with its own conf
-  (``session.remote_job_session``).
+  (``session.remote_job_session``), and what this process keeps per session (a
+  Connect lineage capture) is dropped when the lease ends.
 
 The URL may carry a token: it is never logged nor written here; the state files hold
 only session ids (not secrets) and conf values the session already had before any job
@@ -299,6 +300,7 @@ def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
     """Put the session back as it was when new; retire it when that cannot be done."""
     session = lease.session
     session_id = str(session.session_id)
+    _forget_in_process(session)
     if session.is_stopped:  # the job stopped it: its server session is still there
         session = _attach(url, session_id)
     try:
@@ -318,6 +320,18 @@ def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
     else:
         _stop(session, release=True)
         _write_state(state_path, {"generation": lease.generation})
+
+
+def _forget_in_process(session: Any) -> None:
+    """Drop what this process keeps per server session for the job that ends (its
+    lineage capture, its logged redirects): the next job on the session, maybe in this
+    same process (``dag.test()``), starts its own. The shipped package stays: the
+    server session keeps it."""
+    from .lineage import connect_state
+    from .registration import forget_published
+
+    connect_state.forget(session)
+    forget_published(session)
 
 
 def _snapshot(session: Any) -> dict[str, Any]:

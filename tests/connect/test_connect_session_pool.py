@@ -258,3 +258,19 @@ def test_a_bad_reuse_setting_fails_the_task_before_it_runs(connect_server, monke
     with pytest.raises(PaimonJobInputError, match="session_reuse is 'sometimes'"):
         hook.run()
     assert ran == []
+
+
+def test_a_jobs_lineage_capture_ends_with_its_lease(connect_server, pool, tmp_path):
+    """Task 1 captures lineage (its source records to its store under its job name);
+    task 2 on the same server session, in the same process (``dag.test()``), does not."""
+    from airflow_provider_paimon.spark.lineage import connect_state
+
+    url = connect_server.url
+    store = f"sqlite:///{tmp_path / 'lineage.db'}"
+    with remote_job_session(url, {"spark.paimon.lineage.url": store, "spark.paimon.lineage.job": "one"},
+                            pool) as spark:
+        first = spark.session_id
+        assert connect_state.lineage_defaults(spark)["jdbc.url"] == store
+    with remote_job_session(url, {"spark.paimon.test.other": "two"}, pool) as spark:
+        assert spark.session_id == first
+        assert connect_state.lineage_defaults(spark) == {}

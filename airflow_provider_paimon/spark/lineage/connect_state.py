@@ -40,6 +40,15 @@ def remove(spark: Any, capture: Any) -> None:
             _captures.pop(key, None)
 
 
+def forget(spark: Any) -> None:
+    """Drop the session's capture from this process (its job ended; the server session
+    serves the next job, which starts its own capture or none: ``connect_pool``)."""
+    with _lock:
+        capture = _captures.pop(session_key(spark), None)
+    if capture is not None:
+        capture.closed = True
+
+
 def active(spark: Any) -> Any | None:
     """The session's open capture that records to a store, else None."""
     capture = _captures.get(session_key(spark))
