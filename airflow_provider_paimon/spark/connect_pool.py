@@ -24,9 +24,10 @@ How, safely:
 * **No state leaks to the next job.** The state file keeps the session's conf and
   current database as they were when the session was new (the baseline; values as
   digests: the server's conf may hold secrets). At the end of
-  each lease, success or failure, every conf key the job changed or added is set back
-  or unset, temporary views are dropped and the current database restored; a job that
-  failed first has its running operations interrupted. What cannot be undone through
+  each lease, success or failure, the job's streaming queries still active are stopped
+  (as releasing its own session did), every conf key the job changed or added is set
+  back or unset, temporary views are dropped and the current database restored; a job
+  that failed first has its running operations interrupted. What cannot be undone through
   the client (functions or data sources a user's job registered, the server's shared
   table cache) is documented: opt out (``session_reuse: false``) for isolation.
   The ``paimon`` source is registered anew by each job with its own conf
@@ -304,8 +305,12 @@ def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
     if session.is_stopped:  # the job stopped it: its server session is still there
         session = _attach(url, session_id)
     try:
+        # nothing the job started goes on in the session: a new session per task ended
+        # its streaming queries and operations when it was released, so does a lease
+        for query in session.streams.active:
+            query.stop()
         if failed:
-            session.interruptAll()  # nothing the job started goes on running in it
+            session.interruptAll()
         _restore(url, session, lease.baseline)
         keep = True
     except Exception as err:  # noqa: BLE001 - the job's outcome stands; the next task starts anew

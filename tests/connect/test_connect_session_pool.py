@@ -274,3 +274,15 @@ def test_a_jobs_lineage_capture_ends_with_its_lease(connect_server, pool, tmp_pa
     with remote_job_session(url, {"spark.paimon.test.other": "two"}, pool) as spark:
         assert spark.session_id == first
         assert connect_state.lineage_defaults(spark) == {}
+
+
+def test_a_streaming_query_a_job_left_running_is_stopped_with_its_lease(connect_server, pool):
+    """A new session per task ended its queries when it was released; a lease does too."""
+    url = connect_server.url
+    with remote_job_session(url, {}, pool) as spark:
+        first = spark.session_id
+        query = spark.readStream.format("rate").load().writeStream.format("noop").start()
+        assert query.isActive
+    with remote_job_session(url, {}, pool) as spark:
+        assert spark.session_id == first
+        assert spark.streams.active == []
