@@ -1,9 +1,15 @@
-"""Benchmark: one Paimon Airflow task through spark-submit vs on a warm Spark Connect server.
+"""Benchmark: one Paimon Airflow task by spark-submit vs Spark Connect (new vs pooled session).
+
+On a warm Spark Connect server, a new Connect session per task is compared with a
+pooled one that an earlier task left warm.
 
 The same operator ``execute`` (what an Airflow task runs, minus the scheduler) for three
 tasks, with ``spark_conn_id`` naming a ``spark`` connection (``local[2]``: spark-submit,
 a JVM and Python workers per task) or a ``spark_connect`` connection (Airflow's type: the
-job runs in this process on a session of an already-running Connect server):
+job runs in this process on a session of an already-running Connect server), either with
+``session_reuse: false`` (a new server session per task, whose Python workers start
+anew) or with the default pool (``spark/connect_pool.py``: the task leases a server
+session an earlier task used):
 
 * ``tag``: ``TagCreateOperator`` (a metadata-only job);
 * ``compact``: ``CompactionOperator`` on a table of 8 small files (a fresh table per run);
@@ -11,12 +17,14 @@ job runs in this process on a session of an already-running Connect server):
   rows through the ``paimon`` source.
 
 The Connect server is started once (pyspark's bundled jars, ``local[2]``, its workers
-without the package: ``register`` ships it) and warmed by one discarded round; the
-spark-submit path gets the same discarded round. Rounds interleave the two paths.
-Prints each path's median and best wall time, the ratio, the Connect overhead above the
-job's own work is not separated out (the whole task is timed), and the load average.
+without the package: ``register`` ships it) and warmed by one discarded round (which
+also makes the pooled session); the spark-submit path gets the same discarded round.
+Rounds interleave the paths; the pooled connection runs twice in a row ("pooled, idle":
+its session's previous task ended a round of other tasks ago, the gap is printed;
+"pooled, next": right after). Prints each path's median wall time, the ratios, and the
+load average; the whole task is timed (the job's own work is not separated out).
 
-    python benchmarks/task_overhead.py [--repeat 3]
+    python benchmarks/task_overhead.py [--repeat 3] [--no-spark-submit]
 """
 
 from __future__ import annotations
@@ -80,13 +88,13 @@ def set_conn(conn_id: str, conn: dict) -> None:
     os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
 
 
-def run_task(kind: str, spark_conn_id: str, root: Path, n: int, app: Path) -> float:
+def run_task(kind: str, spark_conn_id: str, root: Path, n: int, app: Path, label: str) -> float:
     """Wall time of one task of ``kind`` on a fresh warehouse (set up before the clock)."""
     from airflow_provider_paimon.operators.compaction import CompactionOperator
     from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
     from airflow_provider_paimon.operators.tag import TagCreateOperator
 
-    warehouse = str(root / f"wh-{kind.replace(' ', '_')}-{spark_conn_id}-{n}")
+    warehouse = str(root / f"wh-{kind.replace(' ', '_')}-{label.replace(' ', '_').replace(',', '')}-{n}")
     make_table(warehouse, 8 if kind == "compact" else 1)
     set_conn("paimon_default", {"conn_type": "paimon", "host": warehouse})
     if kind == "tag":
@@ -107,6 +115,8 @@ def run_task(kind: str, spark_conn_id: str, root: Path, n: int, app: Path) -> fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-spark-submit", action="store_true",
+                        help="time the two Connect paths only (spark-submit is most of the run's time)")
     args = parser.parse_args()
     import logging
 
@@ -122,32 +132,48 @@ def main() -> None:
     server = start_connect_server()
     print(f"Connect server up in {server.started_in:.1f} s (started once, not counted)")
     host, port = server.url[len("sc://"):].split(":")
-    set_conn("spark_connect_bench", {"conn_type": "spark_connect", "host": host, "port": int(port)})
+    os.environ["PAIMON_CONNECT_SESSION_DIR"] = os.path.join(_HOME, "connect-sessions")
+    set_conn("spark_connect_new", {"conn_type": "spark_connect", "host": host, "port": int(port),
+                                   "extra": {"session_reuse": False}})
+    set_conn("spark_connect_pooled", {"conn_type": "spark_connect", "host": host, "port": int(port)})
     set_conn("spark_local", {"conn_type": "spark", "host": "local[2]"})
-    paths = {"spark-submit": "spark_local", "connect": "spark_connect_bench"}
+    # "pooled, idle": the pooled session's previous task ended a while ago (the gap is
+    # printed: the server stops Python workers idle for 1 minute, its daemon stays);
+    # "pooled, next": the next task right after it, on the same session
+    paths = {"spark-submit": "spark_local", "connect new": "spark_connect_new",
+             "pooled, idle": "spark_connect_pooled", "pooled, next": "spark_connect_pooled"}
+    if args.no_spark_submit:
+        del paths["spark-submit"]
     kinds = ["tag", "compact", "user job"]
     times: dict[tuple[str, str], list[float]] = {(k, p): [] for k in kinds for p in paths}
+    pooled_end = 0.0
     try:
         for n in range(args.repeat + 1):  # round 0: warm-up, discarded
             for kind in kinds:
                 for path, conn_id in paths.items():
-                    with connect_mode(path == "connect"):
-                        elapsed = run_task(kind, conn_id, root, n, app)
+                    gap = f" (pooled session idle {time.monotonic() - pooled_end:.0f} s before)" \
+                        if path == "pooled, idle" and pooled_end else ""
+                    with connect_mode(conn_id != "spark_local"):
+                        elapsed = run_task(kind, conn_id, root, n, app, path)
+                    if conn_id == "spark_connect_pooled":
+                        pooled_end = time.monotonic()
                     if n > 0:
                         times[(kind, path)].append(elapsed)
-                    print(f"  round {n} {kind:8s} {path:12s} {elapsed:7.2f} s" + (" (warm-up)" if n == 0 else ""),
-                          flush=True)
+                    print(f"  round {n} {kind:8s} {path:14s} {elapsed:7.2f} s" + (" (warm-up)" if n == 0 else "")
+                          + gap, flush=True)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(_HOME, ignore_errors=True)
     print()
-    print(f"{'task':10s} {'spark-submit median':>20s} {'Connect median':>15s} {'Connect best':>13s} {'ratio':>8s}")
+    print("medians (s), then each path's median over the 'pooled, next' median:")
+    others = [p for p in paths if p != "pooled, next"]
+    print(f"{'task':10s} " + " ".join(f"{p:>14s}" for p in paths) + " " + " ".join(f"{p:>14s}" for p in others))
     for kind in kinds:
-        submit = statistics.median(times[(kind, "spark-submit")])
-        connect = statistics.median(times[(kind, "connect")])
-        best = min(times[(kind, "connect")])
-        print(f"{kind:10s} {submit:18.2f} s {connect:13.2f} s {best:11.2f} s {submit / connect:7.1f}x")
+        medians = {p: statistics.median(times[(kind, p)]) for p in paths}
+        best = medians["pooled, next"]
+        print(f"{kind:10s} " + " ".join(f"{medians[p]:14.2f}" for p in paths) + " "
+              + " ".join(f"{medians[p] / best:13.1f}x" for p in others))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
 
 

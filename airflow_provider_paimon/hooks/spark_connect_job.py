@@ -3,8 +3,10 @@
 The alternative to spark-submit when the operators' ``spark_conn_id`` names a
 connection of Airflow's own ``spark_connect`` type (host ``sc://host``, port 15002,
 login = user id, password = token, extra ``use_ssl``): no JVM starts per task. The
-job's code runs here, in the task process, with a fresh Connect session on the server
-(``spark.session.remote_job_session``); its Spark work (reads, writes, the compaction's
+job's code runs here, in the task process, on a Connect session of the server
+(``spark.session.remote_job_session``): by default one that an earlier task on this
+host left warm, leased for the task's length and cleaned after it
+(``spark.connect_pool``; connection extras ``session_reuse``, ``session_pool_size``); its Spark work (reads, writes, the compaction's
 rewrite tasks) runs on the server, whose Python workers get this package the Connect
 way (``register`` ships it).
 
@@ -60,6 +62,24 @@ def is_spark_connect(conn_id: str) -> bool:
     except Exception:  # noqa: BLE001 - missing: the operators' own check says so
         return False
     return str(conn.conn_type or "").replace("-", "_") == CONN_TYPE
+
+
+def session_pool(conn_id: str) -> Any:
+    """The pool of server sessions the connection's tasks on this host share, or None.
+
+    Connection extras: ``session_reuse`` (default true; false: a new server session per
+    task) and ``session_pool_size`` (default 4: sessions kept per Airflow worker host).
+    A value that is not understood is an error naming the key (``connect_pool``). The
+    sessions belong to the connection, its server and its user id, never a token.
+    """
+    from airflow_provider_paimon.spark.connect_pool import parse_pool_settings
+
+    conn = BaseHook.get_connection(conn_id)
+    host = str(conn.host or "")
+    if "://" in host:
+        host = host.split("://", 1)[1]
+    key = f"conn={conn_id}\nserver={host}:{conn.port or 15002}\nuser={conn.login or ''}"
+    return parse_pool_settings(dict(conn.extra_dejson or {}), key)
 
 
 def connect_url(conn_id: str) -> tuple[str, str]:
@@ -172,6 +192,8 @@ class PaimonSparkConnectJobHook(BaseHook):
         register_secrets(self._secret_env)
         register_secrets(self.conf)
         self.answer = JobAnswer()
+        #: the server session the last run used (pooled sessions serve several tasks)
+        self.session_id: str | None = None
 
     def _job_env(self, result_file: Path) -> dict[str, str]:
         full = job_environment(self._context_env, self._secret_options, self._secret_env)
@@ -182,17 +204,24 @@ class PaimonSparkConnectJobHook(BaseHook):
         return changed
 
     def run(self) -> dict[str, Any] | None:
-        """Run the job on a fresh Connect session; its result, or ``PaimonJobError``."""
+        """Run the job on a Connect session (pooled unless the connection opts out); its result, or ``PaimonJobError``."""
+        from airflow_provider_paimon.paimon.errors import InvalidArgumentError
         from airflow_provider_paimon.spark.session import remote_job_session
 
         url, shown = connect_url(self.spark_conn_id)
+        try:
+            pool = session_pool(self.spark_conn_id)
+        except InvalidArgumentError as err:
+            raise PaimonJobInputError(f"Spark Connect connection {self.spark_conn_id!r}: {err}",
+                                      EXIT_BAD_INPUT, self.family) from err
         what = self.application or getattr(self.python_callable, "__name__", None) or self.family
         self.log.info("Running %s on Spark Connect %s (in the Airflow worker, no spark-submit): %s",
                       what, shown, scrub(" ".join(self.job_args)))
         self.answer = JobAnswer()
         with tempfile.TemporaryDirectory(prefix="paimon-connect-job-") as tmp:
             result_file = Path(tmp) / "result.json"
-            with _environment(self._job_env(result_file)), remote_job_session(url, self.conf) as spark:
+            with _environment(self._job_env(result_file)), remote_job_session(url, self.conf, pool) as spark:
+                self.session_id = str(spark.session_id)  # not a secret: which server session ran it
                 exit_code, value = self._run_job(spark)
             if value is not None:
                 self.answer.result = value

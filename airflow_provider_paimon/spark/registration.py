@@ -28,7 +28,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from .branch.redirect import parse_redirects, session_entries
 
-__all__ = ["register_data_source"]
+__all__ = ["forget_published", "register_data_source"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,14 @@ def register_data_source(spark: Any) -> None:
         ))
     spark.dataSource.register(cls)
     _log_published(spark, raw)
+
+
+def forget_published(spark: Any) -> None:
+    """Forget what was logged for the session (a pooled session's next job logs its own)."""
+    from .session_info import session_key
+
+    with _published_lock:
+        _published.pop(session_key(spark), None)
 
 
 def _log_published(spark: Any, raw: Mapping[str, str]) -> None:

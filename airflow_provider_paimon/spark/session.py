@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from .connect_pool import SessionPool, leased_session
 from .session_info import (
     CONNECT_DEFAULT_PARALLELISM,
     CONNECT_MODE_ENV,
@@ -81,8 +82,11 @@ def remote_session(url: str, conf: Mapping[str, str] | None = None) -> Any:
 
 
 @contextmanager
-def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Iterator[Any]:
-    """A fresh Connect session on ``url`` for one job run in this process, then stopped.
+def remote_job_session(url: str, conf: Mapping[str, str] | None = None,
+                       pool: SessionPool | None = None) -> Iterator[Any]:
+    """A Connect session on ``url`` for one job run in this process: a fresh one, stopped
+    at the end, or with ``pool`` a server session leased from it (``connect_pool``),
+    cleaned and kept for the next job.
 
     While the block runs, pyspark's Connect switch is on, the session is this thread's
     active one and ``SPARK_REMOTE`` names the server (so a job's own
@@ -105,8 +109,11 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Itera
     previous_remote = os.environ.get("SPARK_REMOTE")
     local = RemoteSparkSession._active_session
     previous_active = getattr(local, "session", None)
-    with connect_mode(True):
-        session = remote_session(url)
+    with connect_mode(True), ExitStack() as stack:
+        if pool is None:
+            session = remote_session(url)
+        else:
+            session = stack.enter_context(leased_session(url, pool)).session
         skipped = []
         for key, value in (conf or {}).items():
             try:
@@ -116,10 +123,12 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Itera
         if skipped:
             log.warning("Spark Connect: the server's session does not take %s (static; set them "
                         "on the Connect server instead)", ", ".join(sorted(skipped)))
-        if any(k.startswith(("spark.paimon.", "spark.openlineage.")) for k in (conf or {})):
+        if pool is not None or any(k.startswith(("spark.paimon.", "spark.openlineage.")) for k in (conf or {})):
             from . import register
 
-            register(session)  # again: the source carries the job's conf (redirects, lineage)
+            # (again:) the source carries the job's conf (redirects, lineage); a pooled
+            # session's registration is the previous job's
+            register(session)
         os.environ["SPARK_REMOTE"] = url
         local.session = session
         try:
@@ -131,10 +140,11 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None) -> Itera
                 os.environ.pop("SPARK_REMOTE", None)
             else:
                 os.environ["SPARK_REMOTE"] = previous_remote
-            try:
-                session.stop()
-            except Exception as err:  # noqa: BLE001 - the job's outcome stands
-                log.warning("Spark Connect: stopping the job's session failed: %s", type(err).__name__)
+            if pool is None:
+                try:
+                    session.stop()
+                except Exception as err:  # noqa: BLE001 - the job's outcome stands
+                    log.warning("Spark Connect: stopping the job's session failed: %s", type(err).__name__)
 
 
 @contextmanager

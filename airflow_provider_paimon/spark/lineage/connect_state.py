@@ -46,6 +46,15 @@ def running(spark: Any) -> Any | None:
     return None if capture is None or capture.closed else capture
 
 
+def forget(spark: Any) -> None:
+    """Drop the session's capture from this process (its job ended; the server session
+    serves the next job, which starts its own capture or none: ``connect_pool``)."""
+    with _lock:
+        capture = _captures.pop(session_key(spark), None)
+    if capture is not None:
+        capture.closed = True
+
+
 def active(spark: Any) -> Any | None:
     """The session's open capture that records to a store, else None."""
     capture = _captures.get(session_key(spark))
