@@ -48,8 +48,12 @@ from airflow_provider_paimon.hooks.spark_job import (
     register_secrets,
 )
 from airflow_provider_paimon.job_contract import JobAnswer
+from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.secrets import register_secret, scrub
+from airflow_provider_paimon.spark.connect_pool import parse_pool_settings
+from airflow_provider_paimon.spark.jobs.common import RESULT_FILE_ENV
 from airflow_provider_paimon.spark.log_level import without_log_level
+from airflow_provider_paimon.spark.session import remote_job_session
 
 #: Airflow's own connection type for Spark Connect (apache-airflow-providers-apache-spark)
 CONN_TYPE = "spark_connect"
@@ -72,8 +76,6 @@ def session_pool(conn_id: str) -> Any:
     A value that is not understood is an error naming the key (``connect_pool``). The
     sessions belong to the connection, its server and its user id, never a token.
     """
-    from airflow_provider_paimon.spark.connect_pool import parse_pool_settings
-
     conn = BaseHook.get_connection(conn_id)
     host = str(conn.host or "")
     if "://" in host:
@@ -197,7 +199,6 @@ class PaimonSparkConnectJobHook(BaseHook):
 
     def _job_env(self, result_file: Path) -> dict[str, str]:
         full = job_environment(self._context_env, self._secret_options, self._secret_env)
-        from airflow_provider_paimon.spark.jobs.common import RESULT_FILE_ENV
 
         changed = {k: v for k, v in full.items() if os.environ.get(k) != v}
         changed[RESULT_FILE_ENV] = str(result_file)
@@ -205,9 +206,6 @@ class PaimonSparkConnectJobHook(BaseHook):
 
     def run(self) -> dict[str, Any] | None:
         """Run the job on a Connect session (pooled unless the connection opts out); its result, or ``PaimonJobError``."""
-        from airflow_provider_paimon.paimon.errors import InvalidArgumentError
-        from airflow_provider_paimon.spark.session import remote_job_session
-
         url, shown = connect_url(self.spark_conn_id)
         try:
             pool = session_pool(self.spark_conn_id)

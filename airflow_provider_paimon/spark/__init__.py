@@ -24,7 +24,7 @@ def register(spark: Any) -> None:
     """
     # here: `import airflow_provider_paimon.spark` stays light (its names load on first use)
     from .registration import register_data_source
-    from .session_info import ship_package
+    from .session_info import ship_package  # (as above)
 
     ship_package(spark)  # Connect only: the workers import the client's package
 

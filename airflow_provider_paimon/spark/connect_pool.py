@@ -55,7 +55,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_paimon.packaging import build_py_files_zip
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
+
+from .lineage import connect_state
+from .registration import forget_published
+from .session_info import connect_mode
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -238,8 +243,6 @@ def _write_state(path: Path, state: dict[str, Any]) -> None:
 
 def _package_name() -> str:
     """The zip ``register`` ships (its name carries the version and a content hash)."""
-    from airflow_provider_paimon.packaging import build_py_files_zip
-
     return os.path.basename(build_py_files_zip())
 
 
@@ -332,10 +335,7 @@ def _forget_in_process(session: Any) -> None:
     lineage capture, its logged redirects): the next job on the session, maybe in this
     same process (``dag.test()``), starts its own. The shipped package stays: the
     server session keeps it."""
-    from .lineage import connect_state
-    from .registration import forget_published
-
-    connect_state.forget(session)
+    connect_state.drop_capture(session)
     forget_published(session)
 
 
@@ -397,8 +397,6 @@ def _attach(url: str, session_id: str | None) -> Any:
     off), so neither this module's stop nor a job's own ``spark.stop()`` ends it.
     """
     from pyspark.sql.connect.session import SparkSession
-
-    from .session_info import connect_mode
 
     with connect_mode(True):
         session = SparkSession.builder.remote(url if session_id is None else with_session_id(url, session_id)).create()

@@ -27,6 +27,9 @@ from airflow_provider_paimon.paimon.commit_properties import commit_properties
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from .branch.redirect import parse_redirects, session_entries
+from .lineage.connect_state import lineage_defaults
+from .lineage.direct import session_info
+from .session_info import app_id, is_connect, session_key
 
 __all__ = ["forget_published", "register_data_source"]
 
@@ -50,9 +53,6 @@ def register_data_source(spark: Any) -> None:
     capture when it re-registers the source.
     """
     from .datasource.source import PaimonDataSource  # pyspark: loaded when a session registers
-    from .lineage.connect_state import lineage_defaults
-    from .lineage.direct import session_info
-    from .session_info import app_id, is_connect
 
     raw = session_entries(spark)
     lineage = session_info(spark)  # job name and spool folder, for option-driven lineage
@@ -81,16 +81,12 @@ def register_data_source(spark: Any) -> None:
 
 def forget_published(spark: Any) -> None:
     """Forget what was logged for the session (a pooled session's next job logs its own)."""
-    from .session_info import session_key
-
     with _published_lock:
         _published.pop(session_key(spark), None)
 
 
 def _log_published(spark: Any, raw: Mapping[str, str]) -> None:
     """One INFO line per redirected table whenever the session's redirects change."""
-    from .session_info import session_key
-
     value = json.dumps(dict(raw), sort_keys=True)
     with _published_lock:
         key = session_key(spark)

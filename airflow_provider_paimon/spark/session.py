@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from . import register
 from .connect_pool import SessionPool, leased_session
 from .session_info import (
     CONNECT_DEFAULT_PARALLELISM,
@@ -75,7 +76,6 @@ def remote_session(url: str, conf: Mapping[str, str] | None = None) -> Any:
         with connect_mode(True):
             for key, value in (conf or {}).items():
                 session.conf.set(key, value)
-            from . import register
 
             register(session)
     return session
@@ -124,8 +124,6 @@ def remote_job_session(url: str, conf: Mapping[str, str] | None = None,
             log.warning("Spark Connect: the server's session does not take %s (static; set them "
                         "on the Connect server instead)", ", ".join(sorted(skipped)))
         if pool is not None or any(k.startswith(("spark.paimon.", "spark.openlineage.")) for k in (conf or {})):
-            from . import register
-
             # (again:) the source carries the job's conf (redirects, lineage); a pooled
             # session's registration is the previous job's
             register(session)
@@ -188,7 +186,6 @@ def local_session(app_name: str, master: str | None = None, conf: dict[str, str]
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     classic_context(session).setLogLevel("WARN")
-    from . import register
 
     register(session)
     return session

@@ -46,7 +46,7 @@ def running(spark: Any) -> Any | None:
     return None if capture is None or capture.closed else capture
 
 
-def forget(spark: Any) -> None:
+def drop_capture(spark: Any) -> None:
     """Drop the session's capture from this process (its job ended; the server session
     serves the next job, which starts its own capture or none: ``connect_pool``)."""
     with _lock:
