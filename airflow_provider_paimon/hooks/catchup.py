@@ -89,7 +89,7 @@ class CatchUpHook(BaseHook):
                 consumer_id=self.consumer_id,
                 sources=None if self.sources is None else tuple(SourceRef.parse(s) for s in self.sources),
                 max_lag_snapshots=self.max_lag_snapshots,
-                warehouse_options=options,
+                catalog_options=options,
                 wait_for_job_start=self.wait_for_job_start,
             )
 

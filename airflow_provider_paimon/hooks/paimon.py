@@ -389,7 +389,7 @@ def _snapshot_dict(snapshot: Any) -> dict[str, Any]:
 
 
 def resolve_catalog_config(
-    warehouse: str | None, paimon_conn_id: str | None, warehouse_options: dict[str, str] | None
+    warehouse: str | None, paimon_conn_id: str | None, catalog_options: dict[str, str] | None
 ) -> tuple[str, dict[str, str]]:
     """Warehouse and options: ``warehouse`` alone, or through a ``paimon`` connection.
 
@@ -398,6 +398,6 @@ def resolve_catalog_config(
     secrets come from the connection there and are never serialized.
     """
     if warehouse and not paimon_conn_id:
-        return warehouse, dict(warehouse_options or {})
-    config = PaimonHook.for_task(warehouse, paimon_conn_id, catalog_options=dict(warehouse_options or {})).catalog_config
+        return warehouse, dict(catalog_options or {})
+    config = PaimonHook.for_task(warehouse, paimon_conn_id, catalog_options=dict(catalog_options or {})).catalog_config
     return config.warehouse, pypaimon_catalog_options(config.options)

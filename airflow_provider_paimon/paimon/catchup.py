@@ -376,7 +376,7 @@ class CatchUpSpec:
     consumer_id: str | None = None
     sources: tuple[SourceRef, ...] | None = None
     max_lag_snapshots: int = 0
-    warehouse_options: Mapping[str, str] = field(default_factory=dict)
+    catalog_options: Mapping[str, str] = field(default_factory=dict)
     #: a job the store does not know yet is "not caught up" rather than an error
     wait_for_job_start: bool = False
 
@@ -420,7 +420,7 @@ def check_catch_up(
     from .catalog import load_table, open_catalog
 
     if catalog is None:
-        catalog = open_catalog(spec.warehouse, dict(spec.warehouse_options))
+        catalog = open_catalog(spec.warehouse, dict(spec.catalog_options))
     sink = spec.sink
     load_table(catalog, sink.name, sink.branch)  # unknown table/branch fail here
 
