@@ -231,12 +231,12 @@ def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 # ``--durations``), so they go first: a worker that ends on one of them leaves the other
 # idle for minutes. Order inside a file is unchanged.
 HEAVY_FILES_FIRST = (
+    "tests/e2e/test_cascade_dag.py",
     "tests/e2e/test_correction_real_airflow.py",
     "tests/airflow/test_partition_assets_real_airflow.py",
     "tests/pk/test_pk_stream_kill.py",
     "tests/pk/test_pk_spark_writes.py",
     "tests/spark/test_table_options_attack.py",
-    "tests/e2e/test_cascade_dag.py",
     "tests/spark/test_native_write_safety.py",
     "tests/e2e/test_correction_dag.py",
     "tests/e2e/test_correction_dag_s3.py",
@@ -258,7 +258,6 @@ HEAVY_FILES_FIRST = (
     "tests/capture/test_lineage_proposal_options_spark.py",
     "tests/streaming/test_streaming_compaction.py",
     "tests/ui/test_history_page_browser.py",
-    "tests/ui/test_lineage_audits.py",
     "tests/streaming/test_streaming_schema_change.py",
     "tests/streaming/test_foreach_batch_compaction.py",
     "tests/capture/test_capture_self_compaction.py",
