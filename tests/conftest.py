@@ -62,6 +62,21 @@ for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     if TEST_JVM_OPTS and TEST_JVM_OPTS not in os.environ.get(_var, ""):
         os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JVM_OPTS}".strip()
 
+
+def pytest_configure(config):
+    """The JVMs also map Spark's classes from a class-data-sharing archive (built once per
+    machine, Java and pyspark: tests/support/jvm_archive.py; PAIMON_TEST_JVM_ARCHIVE=0 turns
+    it off). The controller adds the flags before xdist starts its workers, which inherit
+    them; a worker finds them already set."""
+    if hasattr(config, "workerinput") or "SharedArchiveFile" in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+        return
+    from support.jvm_archive import archive_flags
+
+    flags = archive_flags(os.environ.get("SPARK_SUBMIT_OPTS", ""))
+    for var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+        if flags:
+            os.environ[var] = f"{os.environ.get(var, '')} {flags}".strip()
+
 # Spark's Python workers must run this interpreter (it has pyarrow and pypaimon).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
