@@ -22,13 +22,11 @@ Behaviour is the same; only where the class bytes come from differs.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import fcntl
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -105,26 +103,22 @@ def archive_flags(jvm_opts: str, folder: str | None = None) -> str:
     folder = folder or os.path.join(tempfile.gettempdir(), "paimon-test-jvm-archive")
     os.makedirs(folder, exist_ok=True)
     archive = os.path.join(folder, f"spark-{_key(java, jars, jvm_opts)}.jsa")
+    if os.path.exists(archive + ".failed"):  # a build that failed is not tried on every run
+        print(f"no JVM class archive: {archive}.failed says why (delete it to try again)", file=sys.stderr)
+        return ""
     if not os.path.exists(archive):
         start_build(archive, jvm_opts)
     return f"-XX:SharedArchiveFile={archive} {LOG_TO_STDERR}"
 
 
 def start_build(archive: str, jvm_opts: str) -> None:
-    """Build ``archive`` in a detached process (this file run as a script), stopped if
-    this run ends first; a build already under way (the file lock) is left to finish."""
-    proc = subprocess.Popen([sys.executable, __file__, archive, jvm_opts], start_new_session=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def stop() -> None:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            for part in Path(archive).parent.glob(Path(archive).name + f".{proc.pid}.part"):
-                part.unlink(missing_ok=True)
-
-    atexit.register(stop)
+    """Build ``archive`` in a detached process (this file run as a script). It is left to
+    finish when this run ends first (at most its 900-s training timeout): a short run,
+    killing it each time, would pay for a build and never get the archive. A build
+    already under way (the file lock) is waited for by the new one, which then finds
+    the archive and exits."""
+    subprocess.Popen([sys.executable, __file__, archive, jvm_opts], start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def build(archive: str, jvm_opts: str) -> str | None:
@@ -154,5 +148,5 @@ def build(archive: str, jvm_opts: str) -> str | None:
 if __name__ == "__main__":
     failed = build(sys.argv[1], sys.argv[2])
     if failed:
-        print(f"no JVM class archive for the tests: {failed}", file=sys.stderr)
+        Path(sys.argv[1] + ".failed").write_text(failed)
     sys.exit(1 if failed else 0)
