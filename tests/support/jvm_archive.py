@@ -7,7 +7,10 @@ Spark's start. The JVM can map them ready-made from a dynamic CDS archive
 (``-XX:SharedArchiveFile``, JDK 13+) written once by a JVM that exits normally after a
 small workload (``-XX:ArchiveClassesAtExit``). Measured on the 2-core VM, load 8-12
 (2026-11-27): a local[1] session and one query, JVM CPU 9.3-9.8 s -> 4.2 s, wall
-43-46 s -> 22-24 s; the Python side (3.4 s) is unchanged.
+43-46 s -> 22-24 s; the Python side (3.4 s) is unchanged. A SIGKILL test's CPU, every
+process counted (killed JVMs too), without -> with, back to back: test_streaming_kill
+(three JVMs) 60.8 -> 42.8 s, wall 127 -> 66 s at load 7-8 (at load 12-17: 82.8 -> 80.1 s);
+test_streaming_expire (two) 45.1 -> 36.8 s, wall 168 -> 102 s at load 9-10.
 
 The archive is built once per machine, Java and pyspark (its key hashes the java
 binary, the jars and the JVM options), in the temp folder, in the background while
