@@ -9,6 +9,7 @@ if [ "${1:-}" = "--fast" ]; then
     shift
     set -- -m "not spark and not submit and not airflow and not browser" "$@"
     export PAIMON_MARKER_GUARD=1
+    export PAIMON_TEST_JVM_ARCHIVE="${PAIMON_TEST_JVM_ARCHIVE:-0}"  # no JVM starts: build no class archive
 fi
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh

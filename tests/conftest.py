@@ -62,6 +62,21 @@ for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     if TEST_JVM_OPTS and TEST_JVM_OPTS not in os.environ.get(_var, ""):
         os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JVM_OPTS}".strip()
 
+
+def pytest_configure(config):
+    """The JVMs also map Spark's classes from a class-data-sharing archive (built once per
+    machine, Java and pyspark: tests/support/jvm_archive.py; PAIMON_TEST_JVM_ARCHIVE=0 turns
+    it off). The controller adds the flags before xdist starts its workers, which inherit
+    them; a worker finds them already set."""
+    if hasattr(config, "workerinput") or "SharedArchiveFile" in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+        return
+    from support.jvm_archive import archive_flags
+
+    flags = archive_flags(os.environ.get("SPARK_SUBMIT_OPTS", ""))
+    for var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+        if flags:
+            os.environ[var] = f"{os.environ.get(var, '')} {flags}".strip()
+
 # Spark's Python workers must run this interpreter (it has pyarrow and pypaimon).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -231,12 +246,12 @@ def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 # ``--durations``), so they go first: a worker that ends on one of them leaves the other
 # idle for minutes. Order inside a file is unchanged.
 HEAVY_FILES_FIRST = (
+    "tests/e2e/test_cascade_dag.py",
     "tests/e2e/test_correction_real_airflow.py",
     "tests/airflow/test_partition_assets_real_airflow.py",
     "tests/pk/test_pk_stream_kill.py",
     "tests/pk/test_pk_spark_writes.py",
     "tests/spark/test_table_options_attack.py",
-    "tests/e2e/test_cascade_dag.py",
     "tests/spark/test_native_write_safety.py",
     "tests/e2e/test_correction_dag.py",
     "tests/e2e/test_correction_dag_s3.py",
@@ -258,7 +273,6 @@ HEAVY_FILES_FIRST = (
     "tests/capture/test_lineage_proposal_options_spark.py",
     "tests/streaming/test_streaming_compaction.py",
     "tests/ui/test_history_page_browser.py",
-    "tests/ui/test_lineage_audits.py",
     "tests/streaming/test_streaming_schema_change.py",
     "tests/streaming/test_foreach_batch_compaction.py",
     "tests/capture/test_capture_self_compaction.py",
