@@ -113,3 +113,46 @@ def test_a_jvm_only_feature_says_so(connect_spark):
 
     with pytest.raises(InvalidArgumentError, match=r"Spark Connect session .* classic SparkSession"):
         classic_context(connect_spark)
+
+
+def test_on_store_failure_fail_commits_nothing_while_the_store_is_down(connect_spark, warehouse, tmp_path):
+    """``onStoreFailure=fail`` on Connect: the source checks the store before each commit.
+
+    Store up: the write commits and records. Store gone (its SQLite file removed): the
+    next write fails naming the policy and commits nothing; back up: it commits again.
+    """
+    import os
+
+    from airflow_provider_paimon.spark import register
+    from airflow_provider_paimon.spark.lineage.capture import active_capture
+
+    db = tmp_path / "lineage.sqlite"
+    conf = {
+        "spark.paimon.lineage.url": f"sqlite:///{db}",
+        "spark.paimon.lineage.job": "etl.connect.fail",
+        "spark.paimon.lineage.spoolDir": str(tmp_path / "spool"),
+        "spark.paimon.lineage.onStoreFailure": "fail",
+    }
+    for key, value in conf.items():
+        connect_spark.conf.set(key, value)
+    register(connect_spark)
+    capture = active_capture(connect_spark)
+    try:
+        assert capture is not None and db.exists()  # opened (created) when the capture started
+        write(events(connect_spark, 0, 5), warehouse, "db.guarded", **{"create-table": "true"})
+        assert snapshot_ids(warehouse, "db.guarded") == [1]
+        os.rename(db, tmp_path / "away.sqlite")  # the store is down
+        with pytest.raises(Exception, match=r"onStoreFailure=fail: the write to db\.guarded was NOT committed"):
+            write(events(connect_spark, 5, 10), warehouse, "db.guarded")
+        assert snapshot_ids(warehouse, "db.guarded") == [1]  # nothing committed
+        os.rename(tmp_path / "away.sqlite", db)  # back
+        write(events(connect_spark, 5, 10), warehouse, "db.guarded")
+        assert snapshot_ids(warehouse, "db.guarded") == [1, 2]
+        with LineageStore.from_url(f"sqlite:///{db}") as store:
+            sinks = sorted(r.snapshot_id for r in store.sink_data_lineages(job="etl.connect.fail"))
+        assert sinks == [1, 2]
+    finally:
+        capture.close()
+        for key in conf:
+            connect_spark.conf.unset(key)
+        register(connect_spark)

@@ -363,7 +363,9 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
         """
         opts = self.plan.opts
         try:
-            check_before_commit(f"micro-batch {batch_id} of {opts.table} (branch {opts.branch_name})")
+            what = f"micro-batch {batch_id} of {opts.table} (branch {opts.branch_name})"
+            check_before_commit(what)
+            lineage_direct.check_store_before_commit(opts, what)
         except LineageStoreUnreachableError:
             _delete_files(table, self.commit_user, task_messages)
             raise

@@ -189,6 +189,7 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         lineage_guard.check_before_commit(f"the write to {self.plan.opts.table}")  # fail policy
+        lineage_direct.check_store_before_commit(self.plan.opts, f"the write to {self.plan.opts.table}")
         task_messages = task_messages_of(messages)
         row_count = sum(m.row_count for m in messages if isinstance(m, TaskCommit))
         table = self._table()

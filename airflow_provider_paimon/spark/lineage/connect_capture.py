@@ -13,10 +13,11 @@ read's or write's options ask for lineage (``direct``): a scan's table lineage w
 is planned, a barrier (the job's next id, its scans since the last commit as sources)
 when a write commits. The job is ``spark.paimon.lineage.job`` or the app name.
 
-What needs the driver's side is not available here and is said so once, in the log:
-OpenLineage events of the capture (use the ``paimon`` operators' task-level events,
-or a classic session) and ``onStoreFailure=fail`` (the rows are spooled on the
-server's host and delivered by the next commit, as with ``buffer``).
+``onStoreFailure=fail`` travels with the session's settings (``direct.session_info``):
+each commit of the source checks the store first and commits nothing while it does not
+answer, as the classic capture's sinks do. What needs the driver's side is not
+available here and is said so once, in the log: OpenLineage events of the capture
+(use the ``paimon`` operators' task-level events, or a classic session).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from ..registration import register_data_source
 from . import connect_state
 from .config import FAIL, CaptureConfig
+from .recorder import LineageRecorder
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +87,18 @@ def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCa
     elif any(k.startswith(("spark.paimon.openlineage.", "spark.openlineage.")) for k in conf):
         log.warning("lineage capture on Spark Connect records the store only; its OpenLineage "
                     "events need a classic session (the operators' task events still go out)")
-    if config.on_store_failure == FAIL:
-        log.warning("lineage capture on Spark Connect: onStoreFailure=fail is not checked before "
-                    "commits; rows that miss the store are spooled on the server (as buffer)")
+    if config.on_store_failure == FAIL and config.store:
+        # as the classic capture: an unreachable store stops the job before any data moves
+        # (and a SQLite store exists before the first commit checks it)
+        recorder = LineageRecorder(config, retry_interval=0.0)
+        try:
+            recorder.open()
+            recorder.close()
+        except BaseException:
+            connect_state.remove(spark, capture)
+            raise
+        log.info("lineage capture on Spark Connect: onStoreFailure=fail, each commit of the "
+                 "paimon source checks the store first (direct.check_store_before_commit)")
     log.info("%s (Spark Connect: recorded by the paimon source at commit)", config.describe())
     register_data_source(spark)  # the source now carries the capture's options
     return capture

@@ -39,7 +39,16 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from ..commit_events import EVENT_LOG_ENV
 from ..session_info import app_name
-from .config import BUFFER, KEY_JOB, KEY_SPOOL_DIR, CaptureConfig, default_spool_root
+from . import guard
+from .config import (
+    BUFFER,
+    FAIL,
+    KEY_JOB,
+    KEY_ON_STORE_FAILURE,
+    KEY_SPOOL_DIR,
+    CaptureConfig,
+    default_spool_root,
+)
 from .recorder import LineageRecorder, TableAt
 
 log = logging.getLogger(__name__)
@@ -253,6 +262,21 @@ def on_commit(
         log.error("lineage of the write to %s not recorded: %s", opts.table, _safe(err, opts))
 
 
+def check_store_before_commit(opts: Any, what: str) -> None:
+    """``onStoreFailure=fail`` where the source records lineage itself (a Spark Connect
+    session's capture): refuse to commit while the store does not answer.
+
+    The classic capture's sinks check through ``guard.check_before_commit`` (its check
+    file); here the store is the one the options record to, and the policy comes with
+    the session's settings (``session_info``). A no-op otherwise.
+    """
+    session = dict(getattr(opts, "lineage_session", None) or {})
+    if session.get("on_store_failure") != FAIL or not direct(opts):
+        return
+    config = config_for(opts)
+    guard.require_store(config.url, config.database, config.job, what)
+
+
 def _safe(err: BaseException, opts: Any) -> str:
     from airflow_provider_paimon.lineage.meta_options import safe_text
 
@@ -267,6 +291,7 @@ def session_info(spark: Any) -> dict[str, str]:
         except Exception:  # noqa: BLE001 - a stopped session: defaults
             return ""
 
+    policy = conf(KEY_ON_STORE_FAILURE).strip().lower()
     info = {"app_name": app_name(spark), "job": conf(KEY_JOB).strip(),
-            "spool_dir": conf(KEY_SPOOL_DIR).strip()}
+            "spool_dir": conf(KEY_SPOOL_DIR).strip(), "on_store_failure": policy if policy == FAIL else ""}
     return {k: v for k, v in info.items() if v}

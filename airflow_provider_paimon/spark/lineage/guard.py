@@ -86,13 +86,18 @@ def check_before_commit(what: str) -> None:
             f"onStoreFailure=fail: {what} was not committed"
         ) from None
     url, database = target.get("url"), str(target.get("database") or "paimon")
+    require_store(url, database, target.get("job"), what)
+
+
+def require_store(url: str | None, database: str, job: Any, what: str) -> None:
+    """Raise ``LineageStoreUnreachableError`` unless the store at ``url`` answers."""
     error = ping_store(url, database)
     if error is None:
         return
     from airflow_provider_paimon.lineage.url import default_url
 
     raise LineageStoreUnreachableError(
-        f"lineage store {mask_url(url or default_url())} of job {target.get('job')!r} is not "
+        f"lineage store {mask_url(url or default_url())} of job {job!r} is not "
         f"reachable ({error}); spark.paimon.lineage.onStoreFailure=fail: {what} was NOT "
         "committed and its files were deleted, so no data exists whose lineage is missing. "
         "Once the store is back, restart the query (it commits this batch exactly once) "
