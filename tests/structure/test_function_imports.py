@@ -18,8 +18,7 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon"
-ROOT = PACKAGE.name
+from support.package_modules import PACKAGE, ROOT, imported_module, module_name
 
 #: libraries whose import costs seconds or drags a stack in: worth a lazy import
 HEAVY = frozenset({
@@ -29,21 +28,8 @@ HEAVY = frozenset({
 })
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def _files() -> dict[str, Path]:
-    return {_module_name(path): path for path in PACKAGE.rglob("*.py")}
-
-
-def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
-    if not node.level:
-        return node.module or ""
-    base = module.split(".") if is_package else module.split(".")[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -52,17 +38,16 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _top_level_imports(module: str, path: Path) -> set[str]:
-    """Modules ``module`` imports when it is imported (not its functions' imports)."""
+def _top_level_imports(path: Path) -> set[str]:
+    """Modules the file's module imports when it is imported (not its functions' imports)."""
     out: set[str] = set()
-    is_package = path.name == "__init__.py"
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
             if isinstance(node, ast.Import):
                 out.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
-                name = _absolute(module, is_package, node)
+                name = imported_module(path, node)
                 out.add(name)
                 out.update(f"{name}.{alias.name}" for alias in node.names)
             elif isinstance(node, ast.If) and not _is_type_checking(node):
@@ -77,7 +62,7 @@ def _top_level_imports(module: str, path: Path) -> set[str]:
 
 @functools.cache
 def _graph() -> dict[str, set[str]]:
-    return {module: _top_level_imports(module, path) for module, path in _files().items()}
+    return {module: _top_level_imports(path) for module, path in _files().items()}
 
 
 def _with_parents(module: str) -> list[str]:
@@ -127,7 +112,7 @@ def unjustified_function_imports() -> list[str]:
         lines = text.splitlines()
         mine = heavy_loads(module)
         for node in _function_imports(ast.parse(text, str(path))):
-            target = _absolute(module, path.name == "__init__.py", node)
+            target = imported_module(path, node)
             if target.split(".")[0] != ROOT:
                 continue
             said = lines[node.lineno - 2].strip().startswith("#") or any(

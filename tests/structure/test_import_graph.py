@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.package_modules import PACKAGE, ROOT, imported_module, module_name
 
-PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon"
-ROOT = PACKAGE.name
 #: the Airflow layer (and what only it may use)
 AIRFLOW_ROOMS = (
     "common", "hooks", "operators", "sensors", "triggers", "task_groups", "plugins",
@@ -49,26 +48,14 @@ FORBIDDEN_LIBRARIES = {
     "paimon": ("pyspark", "airflow"), "lineage": ("pyspark", "airflow"), "spark": ("airflow",)}
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def imports_of(path: Path) -> Iterator[tuple[int, str]]:
     """(line, absolute module name) of every import in the file, nested ones included."""
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                name = ".".join([*base, node.module] if node.module else base)
-            else:
-                name = node.module or ""
+            name = imported_module(path, node)
             yield node.lineno, name
             for alias in node.names:  # "from . import x" imports the module x
                 if not node.module:
@@ -130,17 +117,11 @@ def imported_names(path: Path) -> Iterator[str]:
     """What each import of the file names: ``import a.b`` -> ``a.b``; ``from a import b``
     -> ``a.b`` (a module ``b``, or a name ``b`` defined in ``a``: resolved against the
     package's modules by ``import_graph``), relative ones made absolute, nested included."""
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - (node.level - 1)]
-                base = ".".join([*parts, node.module] if node.module else parts)
+            base = imported_module(path, node)
             yield from (base if alias.name == "*" else f"{base}.{alias.name}" for alias in node.names)
 
 
@@ -152,7 +133,7 @@ def import_graph() -> dict[str, set[str]]:
     ``spark/__init__.py`` imports (Python runs that file first, but it imports nothing
     at load time; its function-level imports are its own edges).
     """
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
     def resolve(name: str) -> str | None:
         while name and name not in modules:
