@@ -6,7 +6,7 @@ files."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,16 +73,24 @@ def delete_attempt_files(table: Any, bins: list[CompactionBin], prefix: str | tu
                          keep: set[str]) -> None:
     """Delete files named ``prefix*`` (any of the prefixes) in the bins' bucket folders,
     except ``keep``: one listing of each folder."""
-    file_io = table.file_io
     prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
-    for folder in bin_folders(table, bins):
+    delete_prefixed_files(table.file_io, bin_folders(table, bins), prefixes, keep)
+
+
+def delete_prefixed_files(file_io: Any, folders: Iterable[str], prefixes: tuple[str, ...], keep: set[str]) -> int:
+    """Delete the files named ``prefixes*`` in ``folders`` except ``keep`` (best effort: a
+    folder that cannot be listed is skipped); return how many were deleted."""
+    deleted = 0
+    for folder in folders:
         try:
             names = folder_names(file_io, folder)
-        except Exception:  # noqa: BLE001 - best effort cleanup
+        except Exception:  # noqa: BLE001 - best effort cleanup, the folder may be gone
             continue
         for name in names:
             if name.startswith(prefixes) and name not in keep:
                 file_io.delete_quietly(f"{folder}/{name}")
+                deleted += 1
+    return deleted
 
 
 def folder_names(file_io: Any, folder: str) -> list[str]:

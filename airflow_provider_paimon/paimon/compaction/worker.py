@@ -49,7 +49,7 @@ from .commit import CompactChange, commit_compaction
 from .coordinator import delta_entries
 from .errors import CompactionConflictError
 from .plan import CompactionBin
-from .result import bin_folders, delete_attempt_files, folder_names
+from .result import bin_folders, delete_attempt_files, delete_prefixed_files
 from .rewrite import delete_files
 from .runner import BinRewriter, rewrite_bins_locally
 from .scan import latest_snapshot, live_entries, table_name
@@ -362,17 +362,7 @@ def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> s
                  "snapshots expired); its files are left to remove_orphan_files", prefix, table_name(table))
         pending.clear(record)
         return "unknown"
-    deleted = 0
-    file_io = table.file_io
-    for folder in record.get("folders") or []:
-        try:
-            names = folder_names(file_io, folder)
-        except Exception:  # noqa: BLE001 - best effort, the folder may be gone
-            continue
-        for name in names:
-            if name.startswith(prefixes) and name not in keep:
-                file_io.delete_quietly(f"{folder}/{name}")
-                deleted += 1
+    deleted = delete_prefixed_files(table.file_io, record.get("folders") or [], prefixes, keep)
     pending.clear(record)
     log.info("paimon stream compaction: job %s of %s was %s; deleted %d leftover file(s)",
              prefix, table_name(table), "committed" if keep else "never committed", deleted)
