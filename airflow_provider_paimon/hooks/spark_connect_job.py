@@ -68,19 +68,17 @@ def is_spark_connect(conn_id: str) -> bool:
     return str(conn.conn_type or "").replace("-", "_") == CONN_TYPE
 
 
-def session_pool(conn_id: str) -> Any:
+def session_pool(conn_id: str, server: str) -> Any:
     """The pool of server sessions the connection's tasks on this host share, or None.
 
     Connection extras: ``session_reuse`` (default true; false: a new server session per
     task) and ``session_pool_size`` (default 4: sessions kept per Airflow worker host).
     A value that is not understood is an error naming the key (``connect_pool``). The
-    sessions belong to the connection, its server and its user id, never a token.
+    sessions belong to the connection, its ``server`` (``sc://host:port``, as
+    ``connect_url`` shows it) and its user id, never a token.
     """
     conn = BaseHook.get_connection(conn_id)
-    host = str(conn.host or "")
-    if "://" in host:
-        host = host.split("://", 1)[1]
-    key = f"conn={conn_id}\nserver={host}:{conn.port or 15002}\nuser={conn.login or ''}"
+    key = f"conn={conn_id}\nserver={server}\nuser={conn.login or ''}"
     return parse_pool_settings(dict(conn.extra_dejson or {}), key)
 
 
@@ -199,7 +197,6 @@ class PaimonSparkConnectJobHook(BaseHook):
 
     def _job_env(self, result_file: Path) -> dict[str, str]:
         full = job_environment(self._context_env, self._secret_options, self._secret_env)
-
         changed = {k: v for k, v in full.items() if os.environ.get(k) != v}
         changed[RESULT_FILE_ENV] = str(result_file)
         return changed
@@ -208,7 +205,7 @@ class PaimonSparkConnectJobHook(BaseHook):
         """Run the job on a Connect session (pooled unless the connection opts out); its result, or ``PaimonJobError``."""
         url, shown = connect_url(self.spark_conn_id)
         try:
-            pool = session_pool(self.spark_conn_id)
+            pool = session_pool(self.spark_conn_id, shown)
         except InvalidArgumentError as err:
             raise PaimonJobInputError(f"Spark Connect connection {self.spark_conn_id!r}: {err}",
                                       EXIT_BAD_INPUT, self.family) from err
