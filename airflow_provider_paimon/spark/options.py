@@ -201,6 +201,9 @@ class PaimonOptions:
     # the registering session's job name and spool folder (lineage_direct.session_info)
     lineage: Any = field(default=None, repr=False, compare=False)
     lineage_session: dict[str, str] = field(default_factory=dict, compare=False)
+    # a Spark Connect capture's OpenLineage settings (``lineage.connect_openlineage``);
+    # may hold an API key
+    openlineage: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # branch redirect (spark/branch/redirect.py): the conf key that chose ``branch``, and
     # whether the redirects were resolved at all (tasks then re-check them)
     redirect_key: str | None = None

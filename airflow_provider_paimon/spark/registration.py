@@ -27,7 +27,7 @@ from airflow_provider_paimon.paimon.commit_properties import commit_properties
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from .branch.redirect import parse_redirects, session_entries
-from .lineage.connect_state import lineage_defaults
+from .lineage.connect_state import lineage_defaults, openlineage_settings
 from .lineage.direct import session_info
 from .session_info import app_id, is_connect, session_key
 
@@ -60,9 +60,10 @@ def register_data_source(spark: Any) -> None:
     # for every snapshot the source commits: its commit runs in a worker that has neither
     properties = commit_properties(spark_app_id=app_id(spark))
     defaults = lineage_defaults(spark)  # a Connect session's capture: recorded at commit
+    openlineage = openlineage_settings(spark)  # ... and its OpenLineage events, sent at commit
     carry = is_connect(spark)  # streaming runners of Connect need the package inside
     cls = PaimonDataSource
-    if raw or lineage or properties or defaults or carry:
+    if raw or lineage or properties or defaults or openlineage or carry:
         cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
             "PaimonDataSource",
             (PaimonDataSource,),
@@ -71,6 +72,7 @@ def register_data_source(spark: Any) -> None:
                 "lineage_session": lineage,
                 "commit_properties": properties,
                 "lineage_defaults": defaults,
+                "openlineage_session": openlineage,
                 "carry_package": carry,
                 "__module__": PaimonDataSource.__module__,
             },

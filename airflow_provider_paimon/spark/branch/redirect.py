@@ -48,7 +48,7 @@ from airflow_provider_paimon.paimon.names import (
     validate_branch_name,
 )
 
-from ..lineage.connect_state import lineage_defaults
+from ..lineage.connect_state import lineage_defaults, openlineage_settings
 from ..lineage.direct import check_session, session_info
 from ..session_info import spark_conf, worker_environment
 
@@ -231,7 +231,9 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
         opts = parse_options({**defaults, **opts.raw})
     resolved = apply(opts, session_entries(session), what=what)
     check_session(resolved, worker_environment(session))  # options and the capture must agree
-    return dataclasses.replace(resolved, lineage_session=session_info(session))
+    return dataclasses.replace(
+        resolved, lineage_session=session_info(session), openlineage=openlineage_settings(session)
+    )
 
 
 def active_session() -> Any:

@@ -45,6 +45,9 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
     #: session's capture (``lineage.connect_capture``); may hold the store's password,
     #: so it travels only inside the pickled class, never in options or logs
     lineage_defaults: dict[str, str] = {}  # noqa: RUF012 - read only
+    #: a Spark Connect session capture's OpenLineage settings, for the events each commit
+    #: sends (``lineage.connect_openlineage``); may hold an API key, travels like the above
+    openlineage_session: dict[str, Any] = {}  # noqa: RUF012 - read only
     #: ``carry_package`` (``CarriedOnConnect``) is set on the class registered on a Spark
     #: Connect session: streaming runners there do not get the session's artifacts
 
@@ -65,7 +68,9 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
             given = {**self.lineage_defaults, **given}
         opts = apply(parse_options(given), self.branch_redirects, what=what)
         check_session(opts)  # options and the session's capture must agree
-        return dataclasses.replace(opts, lineage_session=dict(self.lineage_session))
+        return dataclasses.replace(
+            opts, lineage_session=dict(self.lineage_session), openlineage=dict(self.openlineage_session)
+        )
 
     def schema(self) -> StructType:
         """The table's schema (at the time-travel snapshot), or the ``columns`` subset;

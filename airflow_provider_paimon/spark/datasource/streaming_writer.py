@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
@@ -68,6 +69,7 @@ from airflow_provider_paimon.paimon.merging_commit import merging_commit
 from .. import commit_events
 from ..connect_carry import CarriedOnConnect
 from ..lineage import direct as lineage_direct
+from ..lineage.connect_openlineage import stream_run_id
 from ..lineage.guard import LineageStoreUnreachableError, check_before_commit
 from ..options import PaimonOptions
 from .write_setup import plan_write
@@ -277,7 +279,9 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
     # -- executor -------------------------------------------------------------
 
     def write(self, iterator: Any) -> TaskCommit:
-        return self._task_writer().write(iterator)
+        done = self._task_writer().write(iterator)
+        done.stream_run = stream_run_id(TaskContext.get())  # for the commit's lineage events
+        return done
 
     # -- driver ---------------------------------------------------------------
 
@@ -336,6 +340,7 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
             lineage_direct.on_commit(  # option-driven lineage (a Connect session's capture)
                 self.plan.opts, int(snapshot.id), str(snapshot.commit_kind), batch_id=batch_id,
                 run=self.plan.snapshot_properties, identity=commit_events.identity_fields(snapshot),
+                stream_run=next((m.stream_run for m in messages if isinstance(m, TaskCommit) and m.stream_run), None),
             )
             expire_after_commit(table, branch=self.plan.opts.branch, options=self.plan.opts.table_options)
             self._compact_after_commit(table, state, batch_id)

@@ -89,6 +89,9 @@ class TaskCommit(WriterCommitMessage):
 
     messages: list[Any] = field(default_factory=list)
     row_count: int = 0
+    #: a micro-batch's task: its streaming query's Spark ``runId`` (the OpenLineage run a
+    #: Spark Connect capture's commit events belong to: ``lineage.connect_openlineage``)
+    stream_run: str | None = None
 
 
 @dataclass

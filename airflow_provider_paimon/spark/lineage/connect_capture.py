@@ -15,9 +15,11 @@ when a write commits. The job is ``spark.paimon.lineage.job`` or the app name.
 
 ``onStoreFailure=fail`` travels with the session's settings (``direct.session_info``):
 each commit of the source checks the store first and commits nothing while it does not
-answer, as the classic capture's sinks do. What needs the driver's side is not
-available here and is said so once, in the log: OpenLineage events of the capture
-(use the ``paimon`` operators' task-level events, or a classic session).
+answer, as the classic capture's sinks do.
+
+OpenLineage events of the capture (with or without a store) are sent where each fact is
+known (``connect_openlineage``): each commit's by the source in the server's worker, a
+streaming query's START and COMPLETE / FAIL by a client-side query listener.
 """
 
 from __future__ import annotations
@@ -26,9 +28,13 @@ import contextlib
 import logging
 from typing import Any
 
+from airflow_provider_paimon.paimon.commit_properties import commit_properties
+
 from ..registration import register_data_source
+from ..session_info import app_id
 from . import connect_state
 from .config import FAIL, CaptureConfig
+from .connect_openlineage import QueryRunEvents, carried_settings
 from .recorder import LineageRecorder
 
 log = logging.getLogger(__name__)
@@ -37,10 +43,13 @@ log = logging.getLogger(__name__)
 class ConnectCapture:
     """One Connect session's capture: the lineage options its ``paimon`` source carries."""
 
-    def __init__(self, spark: Any, config: CaptureConfig) -> None:
+    def __init__(self, spark: Any, config: CaptureConfig, openlineage: dict[str, Any] | None = None) -> None:
         self.spark = spark
         self.config = config
         self.closed = False
+        #: what the source's commits send OpenLineage events with ({}: none)
+        self.openlineage = dict(openlineage or {})
+        self.query_events: QueryRunEvents | None = None
 
     def options(self) -> dict[str, str]:
         """The lineage proposal's options that make the source record like the capture."""
@@ -63,8 +72,15 @@ class ConnectCapture:
             return
         self.closed = True
         connect_state.remove(self.spark, self)
+        self.stop_events()
         with contextlib.suppress(Exception):  # the session may be stopped already
             register_data_source(self.spark)
+
+    def stop_events(self) -> None:
+        """Stop the client-side query listener (and send what it queued)."""
+        events, self.query_events = self.query_events, None
+        if events is not None:
+            events.close()
 
     def __enter__(self) -> ConnectCapture:
         return self
@@ -75,18 +91,16 @@ class ConnectCapture:
 
 def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCapture:
     """Capture on Connect session ``spark``; idempotent (the running capture is returned)."""
-    capture, new = connect_state.get_or_add(spark, lambda: ConnectCapture(spark, config))
+    openlineage = carried_settings(conf, config.job, getattr(spark, "version", None))
+    capture, new = connect_state.get_or_add(spark, lambda: ConnectCapture(spark, config, openlineage))
     if not new:
         return capture
-    if not config.store:
+    if not config.store and not openlineage:
         log.warning(
-            "lineage capture: this Spark Connect session only asks for OpenLineage events, "
-            "which the capture sends from a classic driver; on Connect nothing is recorded "
-            "(set spark.paimon.lineage.url for the store, or use a classic session)"
+            "lineage capture on Spark Connect: no store and no OpenLineage transport the "
+            "server's workers can use: nothing is recorded (set spark.paimon.lineage.url, or "
+            "spark.paimon.openlineage.transport.*)"
         )
-    elif any(k.startswith(("spark.paimon.openlineage.", "spark.openlineage.")) for k in conf):
-        log.warning("lineage capture on Spark Connect records the store only; its OpenLineage "
-                    "events need a classic session (the operators' task events still go out)")
     if config.on_store_failure == FAIL and config.store:
         # as the classic capture: an unreachable store stops the job before any data moves
         # (and a SQLite store exists before the first commit checks it)
@@ -99,7 +113,14 @@ def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCa
             raise
         log.info("lineage capture on Spark Connect: onStoreFailure=fail, each commit of the "
                  "paimon source checks the store first (direct.check_store_before_commit)")
-    log.info("%s (Spark Connect: recorded by the paimon source at commit)", config.describe())
+    if openlineage:
+        try:
+            capture.query_events = QueryRunEvents(spark, openlineage, commit_properties(spark_app_id=app_id(spark)))
+        except BaseException:
+            connect_state.remove(spark, capture)
+            raise
+    log.info("%s (Spark Connect: recorded by the paimon source at commit%s)", config.describe(),
+             ", OpenLineage events too" if openlineage else "")
     register_data_source(spark)  # the source now carries the capture's options
     return capture
 

@@ -53,12 +53,19 @@ def drop_capture(spark: Any) -> None:
         capture = _captures.pop(session_key(spark), None)
     if capture is not None:
         capture.closed = True
+        capture.stop_events()  # its client-side query listener goes with it
 
 
 def active(spark: Any) -> Any | None:
     """The session's open capture that records to a store, else None."""
     capture = _captures.get(session_key(spark))
     return None if capture is None or capture.closed or not capture.config.store else capture
+
+
+def openlineage_settings(spark: Any) -> dict[str, Any]:
+    """What the session's ``paimon`` source sends OpenLineage events with ({}: none)."""
+    capture = running(spark)
+    return dict(capture.openlineage) if capture is not None else {}
 
 
 def lineage_defaults(spark: Any) -> dict[str, str]:

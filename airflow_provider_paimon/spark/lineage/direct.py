@@ -26,6 +26,7 @@ store's secrets removed) and the rows wait in the spool.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -49,6 +50,7 @@ from .config import (
     CaptureConfig,
     default_spool_root,
 )
+from .connect_openlineage import emit_commit
 from .recorder import LineageRecorder, TableAt
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,7 @@ log = logging.getLogger(__name__)
 #: what the session's capture records (JSON, no secrets), for the workers' check
 SESSION_ENV = "PAIMON_LINEAGE_SESSION"
 SCANS_FILE = "direct-scans.jsonl"
+OPENLINEAGE_SCANS = "openlineage"
 
 
 def session_descriptor(config: CaptureConfig) -> str:
@@ -139,19 +142,32 @@ def direct(opts: Any, environ: Mapping[str, str] | None = None) -> bool:
 def config_for(opts: Any) -> CaptureConfig:
     """Recorder settings from the options' lineage settings and the registering session."""
     settings = opts.lineage
-    session = dict(getattr(opts, "lineage_session", None) or {})
+    job, spool_dir = _job_and_spool(opts)
     return CaptureConfig(
         enabled=True,
-        job=str(session.get("job") or session.get("app_name") or "spark"),
+        job=job,
         url=None if settings.url is None else settings.url.render_as_string(hide_password=False),
         database=settings.database,
         on_store_failure=BUFFER,
-        spool_dir=str(session.get("spool_dir") or default_spool_root()),
+        spool_dir=spool_dir,
         table_lineage=settings.table_lineage,
         data_lineage=settings.data_lineage,
         meta=settings.meta,
         meta_options=_catalog_options(settings.options, opts.warehouse),
     )
+
+
+def _job_and_spool(opts: Any) -> tuple[str, str]:
+    """The job's name and spool folder, as the registering session gave them."""
+    session = dict(getattr(opts, "lineage_session", None) or {})
+    return (str(session.get("job") or session.get("app_name") or "spark"),
+            str(session.get("spool_dir") or default_spool_root()))
+
+
+def sends_openlineage(opts: Any) -> bool:
+    """Whether this read's or write's commits send OpenLineage events themselves (a Spark
+    Connect session's capture: ``connect_openlineage``)."""
+    return bool(getattr(opts, "openlineage", None))
 
 
 def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, str]:
@@ -164,8 +180,14 @@ def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, st
     return kept
 
 
-def _scans_path(config: CaptureConfig) -> str:
-    return os.path.join(config.spool_dir, urllib.parse.quote(config.job, safe=""), SCANS_FILE)
+def _scans_path(job: str, spool_dir: str) -> str:
+    return os.path.join(spool_dir, urllib.parse.quote(job, safe=""), SCANS_FILE)
+
+
+def _scans_key(config: CaptureConfig | None) -> str:
+    """Whose scans a line is: the store's (the job's reads in another store are not this
+    commit's sources) or, with OpenLineage events only, the events'."""
+    return OPENLINEAGE_SCANS if config is None else _store_key(config.url, config.database, config.meta)
 
 
 def _table_at(opts: Any, snapshot_id: int | None, identity: Mapping[str, Any] | None = None) -> Any:
@@ -189,20 +211,21 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
     environment, which is the session's in a data source worker). ``identity``: the
     scanned snapshot's identity fields (``commit_events.identity_fields``).
     """
-    if not direct(opts, environ):
+    store = direct(opts, environ)
+    events = sends_openlineage(opts)
+    if not store and not events:
         return
     try:
         from .recorder import BatchRecord
 
-        config = config_for(opts)
+        config = config_for(opts) if store else None
         table = _table_at(opts, snapshot_id, identity)
-        if config.table_lineage:
+        if config is not None and config.table_lineage:
             _record(config, BatchRecord(config.job, None, [table], [], streaming=False, tables_only=True))
-        if config.data_lineage and snapshot_id is not None:
-            path = _scans_path(config)
+        if snapshot_id is not None and (events or (config is not None and config.data_lineage)):
+            path = _scans_path(*_job_and_spool(opts))
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            line = json.dumps({"store": _store_key(config.url, config.database, config.meta),
-                               "table": asdict(table)}, sort_keys=True)
+            line = json.dumps({"store": _scans_key(config), "table": asdict(table)}, sort_keys=True)
             with open(path, "a", encoding="utf-8") as fh:
                 fcntl.flock(fh, fcntl.LOCK_EX)
                 fh.write(line + "\n")
@@ -210,12 +233,11 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
         log.error("lineage of the read of %s not recorded: %s", opts.table, _safe(err, opts))
 
 
-def _take_scans(config: CaptureConfig) -> list[Any]:
-    """The job's scans since its last commit in the same store (and forget them)."""
-    path = _scans_path(config)
+def _take_scans(job: str, spool_dir: str, key: str) -> list[Any]:
+    """The job's scans since its last commit for the same store (and forget them)."""
+    path = _scans_path(job, spool_dir)
     if not os.path.exists(path):
         return []
-    key = _store_key(config.url, config.database, config.meta)
     with open(path, "r+", encoding="utf-8") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         lines = fh.read().splitlines()
@@ -240,24 +262,34 @@ def _take_scans(config: CaptureConfig) -> list[Any]:
 def on_commit(
     opts: Any, snapshot_id: int, commit_kind: str, batch_id: int | None = None,
     run: Mapping[str, str] | None = None, identity: Mapping[str, Any] | None = None,
+    stream_run: str | None = None,
 ) -> None:
     """A committed write: one barrier with the job's scans since its last commit.
 
     ``run``: the commit's run properties (Airflow run, Spark application), kept with
-    the barrier (``barrier_run``).
+    the barrier (``barrier_run``). With a Connect capture's OpenLineage settings the
+    commit's events are sent too (``stream_run``: the streaming query's Spark ``runId``).
     """
-    if not direct(opts):
+    store = direct(opts)
+    events = sends_openlineage(opts)
+    if not store and not events:
         return
     try:
         from .recorder import BatchRecord
 
-        config = config_for(opts)
-        sources = _take_scans(config) if config.data_lineage else []
+        config = config_for(opts) if store else None
+        job, spool_dir = _job_and_spool(opts)
+        wants_sources = events or (config is not None and config.data_lineage)
+        sources = _take_scans(job, spool_dir, _scans_key(config)) if wants_sources else []
         sinks = [] if str(commit_kind).upper().endswith("COMPACT") else [_table_at(opts, snapshot_id, identity)]
         if not sources and not sinks:
             return
-        _record(config, BatchRecord(config.job, batch_id, sources, sinks, streaming=batch_id is not None,
-                                    run=dict(run or {})))
+        record = BatchRecord(job, batch_id, sources, sinks, streaming=batch_id is not None, run=dict(run or {}))
+        if config is not None:
+            # the store takes the barrier's id from its sequence (and sets it on the record)
+            _record(config, record if config.data_lineage else dataclasses.replace(record, sources=[]))
+        if events:
+            emit_commit(opts.openlineage, record, stream_run, spool_dir=spool_dir, numbered=config is None)
     except Exception as err:  # noqa: BLE001 - the commit happened; lineage never undoes it
         log.error("lineage of the write to %s not recorded: %s", opts.table, _safe(err, opts))
 

@@ -20,7 +20,8 @@ class CaptureOpenLineage:
     """OpenLineage events for one capture (a no-op when no transport is configured)."""
 
     def __init__(
-        self, conf: Mapping[str, Any], job: str, spark: Any, run_properties: Mapping[str, str] | None = None
+        self, conf: Mapping[str, Any], job: str, spark: Any, run_properties: Mapping[str, str] | None = None,
+        *, engine_version: str | None = None,
     ) -> None:
         from airflow_provider_paimon.lineage.openlineage import PaimonLineageEmitter
 
@@ -28,7 +29,7 @@ class CaptureOpenLineage:
         self.conf = dict(conf)
         self.run_properties = dict(run_properties or {})
         self.job = job
-        self.version = getattr(spark, "version", None)
+        self.version = engine_version or getattr(spark, "version", None)
         self.runs: dict[str, Any] = {}
         self._schemas: dict[tuple[str, str, str, str], Any] = {}
 
@@ -64,22 +65,26 @@ class CaptureOpenLineage:
                 self._schemas[key] = None
         return self._schemas[key]
 
-    def _run(self, key: str, streaming: bool) -> Any:
+    def _run(self, key: str, streaming: bool, run_id: str | None = None) -> Any:
         if key not in self.runs:
             self.runs[key] = self.emitter.new_run(
                 self.job, streaming=streaming, parent_conf=self.conf, engine_version=self.version,
-                run_properties=self.run_properties,
+                run_properties=self.run_properties, run_id=run_id,
             )
         return self.runs[key]
 
-    def query_started(self, query_id: str, sources: list[TableAt]) -> None:
+    # ``run_id``: the OpenLineage run's id when more than one process sends its events
+    # (Spark Connect: the client sends START and COMPLETE, the server's workers RUNNING;
+    # both take the query's Spark ``runId``); None: a new random one per query.
+
+    def query_started(self, query_id: str, sources: list[TableAt], run_id: str | None = None) -> None:
         if self.enabled:
-            run = self._run(query_id, streaming=True)
+            run = self._run(query_id, streaming=True, run_id=run_id)
             self.emitter.emit(run.start(inputs=[self._ref(s) for s in sources]))
 
-    def micro_batch(self, query_id: str, record: BatchRecord) -> None:
+    def micro_batch(self, query_id: str, record: BatchRecord, run_id: str | None = None) -> None:
         if self.enabled:
-            run = self._run(query_id, streaming=True)
+            run = self._run(query_id, streaming=True, run_id=run_id)
             self.emitter.emit(
                 run.batch(
                     int(record.barrier_id or 0),
@@ -88,9 +93,9 @@ class CaptureOpenLineage:
                 )
             )
 
-    def query_terminated(self, query_id: str, exception: str | None) -> None:
+    def query_terminated(self, query_id: str, exception: str | None, run_id: str | None = None) -> None:
         if self.enabled:
-            run = self.runs.pop(query_id, None) or self._run(query_id, streaming=True)
+            run = self.runs.pop(query_id, None) or self._run(query_id, streaming=True, run_id=run_id)
             self.runs.pop(query_id, None)
             self.emitter.emit(run.fail(str(exception)) if exception else run.complete())
 
