@@ -1,7 +1,7 @@
 """The example tables of the correction DAG (``db.orders`` -> ``db.orders_enriched``) for tests.
 
 Shared by tests/e2e (the DAG) and tests/docs (the docs' shell samples): the schemas
-``dags/jobs/enrich_orders.py`` reads and writes, and a plain-pypaimon commit.
+``dags/jobs/enrich_orders.py`` reads and writes.
 """
 
 from __future__ import annotations
@@ -9,21 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+from support.pypaimon_writes import commit_rows
 
 SOURCE = pa.schema([("order_id", pa.int64()), ("customer", pa.string()), ("amount_cents", pa.int64())])
 SINK = pa.schema(
     [("order_id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64()), ("size", pa.string())]
 )
-
-
-def write_rows(table: Any, rows: list[dict], schema: pa.Schema) -> None:
-    """Commit ``rows`` to a pypaimon table as one APPEND snapshot."""
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
 
 
 def create_orders_tables(warehouse: str, orders: list[dict], options: dict[str, str] | None = None) -> Any:
@@ -37,5 +28,5 @@ def create_orders_tables(warehouse: str, orders: list[dict], options: dict[str, 
     catalog.create_database("db", True)
     catalog.create_table("db.orders", Schema.from_pyarrow_schema(SOURCE), False)
     catalog.create_table("db.orders_enriched", Schema.from_pyarrow_schema(SINK), False)
-    write_rows(catalog.get_table("db.orders"), orders, SOURCE)
+    commit_rows(catalog.get_table("db.orders"), orders, SOURCE)
     return catalog

@@ -52,7 +52,6 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.secrets import register_secret, scrub
 from airflow_provider_paimon.spark.connect_pool import parse_pool_settings
 from airflow_provider_paimon.spark.jobs.common import RESULT_FILE_ENV
-from airflow_provider_paimon.spark.log_level import without_log_level
 from airflow_provider_paimon.spark.session import remote_job_session
 
 #: Airflow's own connection type for Spark Connect (apache-airflow-providers-apache-spark)
@@ -157,7 +156,10 @@ class PaimonSparkConnectJobHook(BaseHook):
         application's name when ``application`` / ``python_callable`` is given.
     :param job_args: the job's arguments (no secrets here).
     :param spark_conn_id: a ``spark_connect`` connection.
-    :param conf: Spark conf for the session (``spark.paimon.*`` included).
+    :param conf: Spark conf for the session (``spark.paimon.*`` included). No driver log
+        level: the server's driver JVM started long ago with its own log configuration, and
+        a session can neither take a driver Java option (static conf) nor set the server's
+        log level; the operators' ``spark_log_level`` is for spark-submit only.
     :param application: a user's ``.py`` file to run as ``__main__``.
     :param python_callable: or a callable taking the session (its return value is the result).
     """
@@ -180,8 +182,7 @@ class PaimonSparkConnectJobHook(BaseHook):
         self.family = family
         self.job_args = [str(a) for a in job_args]
         self.spark_conn_id = spark_conn_id
-        # the driver JVM's log level is spark-submit's business (the server has its own)
-        self.conf = {str(k): str(v) for k, v in without_log_level(conf or {}).items()}
+        self.conf = {str(k): str(v) for k, v in (conf or {}).items()}
         self._secret_options = dict(secret_options or {})
         self._secret_env = dict(secret_env or {})
         self._context_env = {str(k): str(v) for k, v in (context_env or {}).items()}

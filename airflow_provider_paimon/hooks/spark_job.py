@@ -58,6 +58,7 @@ from airflow_provider_paimon.job_contract import (
 from airflow_provider_paimon.packaging import build_py_files_zip, launcher_path
 from airflow_provider_paimon.paimon.commit_properties import airflow_env
 from airflow_provider_paimon.paimon.secrets import scrub, secret_values, split_secrets
+from airflow_provider_paimon.spark.log_level import with_log_level
 
 EXIT_BAD_INPUT = 2
 SECRET_PROPERTIES_FILE = "secret-spark.properties"
@@ -211,6 +212,10 @@ class PaimonSparkJobHook(SparkSubmitHook):
         (operators pass all of them: none goes on the command line).
     :param spark_conn_id: the Airflow ``spark`` connection (default ``spark_default``).
     :param conf: Spark configuration passed through as ``--conf``.
+    :param log_level: Spark's driver log level in the task log (``WARN``, ``INFO``...;
+        ``None``: Spark's own configuration). The submit gives it to the driver JVM as
+        ``spark.driver.extraJavaOptions`` (``spark/log_level.py``): only a spark-submit
+        starts that JVM, so only this hook turns the level into conf.
     :param name: the Spark application name (operators use ``{dag_id}.{task_id}``).
     :param py_files: extra ``--py-files`` entries, added after the package zip.
     :param application: run this script instead of the package's launcher; then
@@ -233,6 +238,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
         secret_options: dict[str, str] | None = None,
         spark_conn_id: str = "spark_default",
         conf: dict[str, Any] | None = None,
+        log_level: str | None = None,
         name: str = "paimon-job",
         py_files: list[str] | None = None,
         deploy_mode: str | None = "client",
@@ -256,7 +262,7 @@ class PaimonSparkJobHook(SparkSubmitHook):
         missing = missing_spark_connection(spark_conn_id)
         if missing:
             raise SparkConnectionNotFoundError(f"{missing}; nothing was submitted")
-        public_conf, self._secret_conf = split_secret_conf(conf or {})
+        public_conf, self._secret_conf = split_secret_conf(with_log_level(conf or {}, log_level))
         self.family = family
         self.job_args = list(job_args)
         self._secret_options = dict(secret_options or {})

@@ -53,7 +53,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonEr
 from airflow_provider_paimon.paimon.names import is_main, name_profile, parse_table_name
 from airflow_provider_paimon.paimon.option_values import parse_int
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
-from airflow_provider_paimon.spark.log_level import check_log_level, with_log_level
+from airflow_provider_paimon.spark.log_level import check_log_level
 
 
 class PaimonPreflightError(AirflowFailException):
@@ -170,8 +170,12 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
         return [(self.table, None)]
 
     def spark_conf(self, context: Context) -> dict[str, Any]:
-        """Spark conf for this run: the operator's ``conf`` plus the OpenLineage parent job info."""
-        return with_log_level(inject_openlineage_spark_conf(self.conf, context), self.spark_log_level)
+        """Spark conf for this run: the operator's ``conf`` plus the OpenLineage parent job info.
+
+        No log level here: ``spark_log_level`` goes to the spark-submit hook, which makes
+        it a driver Java option; a Connect session has no driver of its own to start.
+        """
+        return inject_openlineage_spark_conf(self.conf, context)
 
     # -- shared machinery --
 
@@ -224,6 +228,7 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
     def make_job_hook(self, context: Context) -> PaimonSparkJobHook | PaimonLocalJobHook | PaimonSparkConnectJobHook:
         if self.run_in == "spark" and is_spark_connect(self.spark_conn_id):
             # Airflow's spark_connect connection: the job's main() runs here on a remote session
+            # (no spark_log_level: the server's driver keeps its own log configuration)
             return PaimonSparkConnectJobHook(
                 self.job_family,
                 self.command_args(),
@@ -247,6 +252,7 @@ class PaimonSparkJobOperator(MaskRenderedSecrets, PaimonOpenLineageMixin, BaseOp
             secret_options=self.catalog_options(),
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context),
+            log_level=self.spark_log_level,
             name=self.application_name(context),
             secret_env=self.job_secret_env() or None,
             context_env=airflow_context_env(context),  # the run, on the job's snapshots

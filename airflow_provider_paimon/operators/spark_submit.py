@@ -73,7 +73,6 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError, PaimonEr
 from airflow_provider_paimon.paimon.names import parse_table_name
 from airflow_provider_paimon.spark.branch.redirect import merge_redirects, redirect_conf
 from airflow_provider_paimon.spark.log_level import DEFAULT_LEVEL as DEFAULT_LOG_LEVEL
-from airflow_provider_paimon.spark.log_level import with_log_level
 from airflow_provider_paimon.spark.options import CONNECTION_WAREHOUSE_ENV
 
 #: the capture's Spark conf keys (spark/lineage/config.py); the URL travels in the env
@@ -245,7 +244,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             conf = merge_redirects({**added, **self.conf}, redirects)
         except InvalidArgumentError as err:
             raise AirflowFailException(f"{err}; nothing was submitted") from None
-        return with_log_level(inject_openlineage_spark_conf(conf, context), self.spark_log_level)
+        return inject_openlineage_spark_conf(conf, context)
 
     def make_hook(self, context: Context) -> PaimonSparkJobHook | PaimonSparkConnectJobHook:
         application = str(self.application or "")
@@ -266,7 +265,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             config = PaimonHook(paimon_conn_id).catalog_config  # masks its secrets
             secret_env[CONNECTION_WAREHOUSE_ENV] = config.warehouse
             catalog_options = dict(config.options)  # all of them: the env, not argv
-        if connect:
+        if connect:  # no spark_log_level: the server's driver keeps its own log configuration
             return PaimonSparkConnectJobHook(
                 Path(application).stem or getattr(self.python_callable, "__name__", "job"),
                 [str(a) for a in self.application_args],
@@ -289,6 +288,7 @@ class PaimonSparkSubmitOperator(MaskRenderedSecrets, BaseOperator):
             require_result=False,
             spark_conn_id=self.spark_conn_id,
             conf=self.spark_conf(context, url is not None, database),
+            log_level=self.spark_log_level,
             name=self.application_name(),
             py_files=self.py_files,
             **self.spark_kwargs,

@@ -11,6 +11,12 @@ are not in the task log).
 
 ``None`` leaves Spark's (or the cluster's) own log configuration alone. A conf that
 already names a log4j2 configuration file wins over ours.
+
+Operators hand the level to the hook that runs the job, not to the conf: the
+spark-submit hook (``hooks/spark_job.py``) applies ``with_log_level``; a Spark Connect
+session gets nothing (its server's driver started long ago with its own configuration,
+a driver Java option is static conf it would refuse, and the Connect client has no
+``setLogLevel``).
 """
 
 from __future__ import annotations
@@ -54,21 +60,3 @@ def with_log_level(conf: Mapping[str, Any], level: Any) -> dict[str, Any]:
     out[DRIVER_JAVA_OPTIONS] = f"{existing} {ours}".strip()
     return out
 
-
-def without_log_level(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """``conf`` without what ``with_log_level`` added (for a session whose driver already runs).
-
-    A Spark Connect server's driver started long ago with its own log configuration; the
-    option would only be refused there as a static conf. A user's own Java options stay.
-    """
-    out = dict(conf)
-    existing = str(out.get(DRIVER_JAVA_OPTIONS) or "")
-    ours = f"-Dlog4j2.configurationFile={CONFIG_FILE.as_uri()}"
-    if ours not in existing:
-        return out
-    kept = [part for part in existing.split() if part != ours and not part.startswith(f"-D{LEVEL_PROPERTY}=")]
-    if kept:
-        out[DRIVER_JAVA_OPTIONS] = " ".join(kept)
-    else:
-        out.pop(DRIVER_JAVA_OPTIONS)
-    return out

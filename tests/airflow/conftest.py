@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from support.airflow_connections import LOCAL_SPARK, SECRET, set_connection
+from support.pypaimon_writes import commit_arrow
 
 # AIRFLOW_HOME, PATH, PYSPARK_PYTHON and the py-files cache are set for the whole
 # session in tests/conftest.py (one Airflow environment for every test folder).
@@ -60,18 +61,11 @@ class Warehouse:
 
     def append(self, name: str, rows: int = 3, branch: str | None = None, dt: str = "2026-11-01") -> int:
         """Commit one APPEND snapshot and return its id."""
-        table = self.table(name, branch)
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
         data = pa.table(
             {"id": list(range(rows)), "dt": [dt] * rows, "v": [f"r{i}" for i in range(rows)]},
             schema=SCHEMA,
         )
-        write.write_arrow(data)
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-        return table.snapshot_manager().get_latest_snapshot().id
+        return commit_arrow(self.table(name, branch), data)
 
     def tag(self, name: str, tag: str, snapshot_id: int | None = None) -> None:
         self.table(name).create_tag(tag, snapshot_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 
@@ -30,17 +31,8 @@ def table(warehouse: str, branch: str | None = None) -> Any:
 
 def commit(tbl: Any, ids: list[int], overwrite: bool = False) -> int:
     """Commit ``ids`` as one APPEND (or OVERWRITE) snapshot; returns its id."""
-    builder = tbl.new_batch_write_builder()
-    if overwrite:
-        builder.overwrite({})
-    write, committer = builder.new_write(), builder.new_commit()
-    try:
-        write.write_arrow(pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA))
-        committer.commit(write.prepare_commit())
-    finally:
-        write.close()
-        committer.close()
-    return tbl.snapshot_manager().get_latest_snapshot().id
+    data = pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA)
+    return commit_arrow(tbl, data, overwrite={} if overwrite else None)
 
 
 def compact(tbl: Any) -> int:

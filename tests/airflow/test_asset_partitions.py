@@ -20,6 +20,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors, TriggeringAssetEventsAccessor
 from pypaimon import Schema
 from support.dag_files import load_dag_file
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.assets import asset_for, asset_uri
 from airflow_provider_paimon.common.asset_partitions import (
@@ -52,14 +53,8 @@ def make_orders(warehouse: str):
 
 
 def commit(table, partitions: list[tuple[str, str]], properties: dict[str, str] | None = None) -> int:
-    builder = table.new_batch_write_builder()
-    write, committer = builder.new_write(), builder.new_commit()
     rows = [{"order_id": i, "dt": d, "region": r} for i, (d, r) in enumerate(partitions)]
-    write.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))
-    committer.commit(write.prepare_commit(), snapshot_properties=properties or None)
-    write.close()
-    committer.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+    return commit_rows(table, rows, SCHEMA, snapshot_properties=properties)
 
 
 # a DAG file's head: the table's asset and a partition-aware consumer named {consumer!r}
@@ -177,12 +172,8 @@ def test_replace_main_emits_the_partitions_where_main_now_differs(warehouse, air
     commit(table, [("2026-11-03", "eu"), ("2026-11-03", "us"), ("2026-11-04", "eu")])
     create_branch(table, "fix", snapshot_id=1)
     fix = load_table(open_catalog(warehouse), TABLE, "fix")
-    builder = fix.new_batch_write_builder().overwrite({"dt": "2026-11-03", "region": "eu"})
-    write, committer = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.Table.from_pylist([{"order_id": 70, "dt": "2026-11-03", "region": "eu"}], schema=SCHEMA))
-    committer.commit(write.prepare_commit())
-    write.close()
-    committer.close()
+    commit_rows(fix, [{"order_id": 70, "dt": "2026-11-03", "region": "eu"}], SCHEMA,
+                overwrite={"dt": "2026-11-03", "region": "eu"})
     commit(fix, [("2026-11-05", "eu")])
     commit(table, [("2026-11-04", "us")])  # main moved on meanwhile: replaced away
     before = _rows_by_partition(load_table(open_catalog(warehouse), TABLE))

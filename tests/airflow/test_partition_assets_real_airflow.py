@@ -35,6 +35,7 @@ from real_airflow import (
     postgres_database,
     wait_for,
 )
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.assets import asset_uri
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
@@ -83,14 +84,8 @@ def make_orders(warehouse: str) -> Any:
 
 def commit(tbl: Any, partitions: list[tuple[str, str]]) -> int:
     """One pypaimon APPEND: one row per partition given."""
-    builder = tbl.new_batch_write_builder()
-    write, committer = builder.new_write(), builder.new_commit()
     rows = [{"order_id": 900 + i, "amount": 1.0, "dt": d, "region": r} for i, (d, r) in enumerate(partitions)]
-    write.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))
-    committer.commit(write.prepare_commit())
-    write.close()
-    committer.close()
-    return tbl.snapshot_manager().get_latest_snapshot().id
+    return commit_rows(tbl, rows, SCHEMA)
 
 
 class Metadata:

@@ -20,6 +20,7 @@ import pytest
 from airflow.triggers.base import TriggerEvent
 from airflow.triggers.shared_stream import SharedStreamManager
 from snapshot_tables import commit, compact, make_table, reference, table
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon.consumers import (
     list_consumers,
@@ -249,14 +250,7 @@ def test_partition_keys_list_the_partitions_each_snapshot_changed(warehouse):
     tbl = load_table(catalog, TABLE)
 
     def write(partitions: list[tuple[str, str]]) -> int:
-        builder = tbl.new_batch_write_builder()
-        w, c = builder.new_write(), builder.new_commit()
-        w.write_arrow(pa.Table.from_pylist(
-            [{"id": i, "dt": d, "region": r} for i, (d, r) in enumerate(partitions)], schema=schema))
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
-        return tbl.snapshot_manager().get_latest_snapshot().id
+        return commit_rows(tbl, [{"id": i, "dt": d, "region": r} for i, (d, r) in enumerate(partitions)], schema)
 
     writes = [[("2026-11-03", "eu"), ("2026-11-03", "us"), ("2026-11-03", "eu")], [("2026-11-04", "eu")]]
 

@@ -6,8 +6,13 @@ is ``test_compaction_on_standalone_cluster`` in test_airflow_submit_e2e.py.
 
 from __future__ import annotations
 
-import pytest
+import logging
+from urllib.parse import urlparse
 
+import pytest
+from support.airflow_connections import set_connection
+
+from airflow_provider_paimon.hooks.spark_job import PaimonSparkJobHook
 from airflow_provider_paimon.operators.branch import BranchCreateOperator
 from airflow_provider_paimon.operators.spark_submit import PaimonSparkSubmitOperator
 from airflow_provider_paimon.spark.log_level import CONFIG_FILE, DRIVER_JAVA_OPTIONS, with_log_level
@@ -52,14 +57,53 @@ def test_unknown_level_is_refused_when_the_dag_is_parsed(cls, kwargs, level):
         cls(task_id="t", spark_log_level=level, **kwargs)
 
 
-def test_a_connect_session_gets_no_driver_log_option_but_keeps_the_users():
-    """A Connect server's driver runs already: our log option would only be refused there
-    (and warned about on every task); a user's own Java options still reach it (and its warning)."""
-    from airflow_provider_paimon.spark.log_level import without_log_level
+def test_the_submit_hook_turns_the_level_into_the_drivers_java_option(wh):
+    """The level travels to the hook as a level; the spark-submit hook alone makes it conf."""
+    hook = PaimonSparkJobHook("branch", [], conf={DRIVER_JAVA_OPTIONS: "-Dfoo=1"}, log_level="INFO")
+    (option,) = _driver_options(hook.build_command())
+    assert option == f"{DRIVER_JAVA_OPTIONS}=-Dfoo=1 -Dlog4j2.configurationFile={CONFIG_FILE.as_uri()} " \
+                     "-Dpaimon.spark.log.level=INFO"
+    assert _driver_options(PaimonSparkJobHook("branch", []).build_command()) == []
 
-    ours = with_log_level({"spark.sql.shuffle.partitions": "4"}, "WARN")
-    assert without_log_level(ours) == {"spark.sql.shuffle.partitions": "4"}
-    mixed = with_log_level({DRIVER_JAVA_OPTIONS: "-Dfoo=1 -Xss4m"}, "ERROR")
-    assert without_log_level(mixed) == {DRIVER_JAVA_OPTIONS: "-Dfoo=1 -Xss4m"}
-    users = {DRIVER_JAVA_OPTIONS: "-Dlog4j2.configurationFile=/etc/mine.properties"}
-    assert without_log_level(with_log_level(users, "WARN")) == users
+
+def _connect_connection(monkeypatch, conn_id: str, url: str = "sc://127.0.0.1:15002") -> None:
+    parsed = urlparse(url.replace("sc://", "http://"))
+    set_connection(monkeypatch, conn_id, {"conn_type": "spark_connect", "host": parsed.hostname, "port": parsed.port,
+                                          "login": "log-level-tests", "extra": {"session_reuse": "false"}})
+
+
+def _session_of(spark):
+    return {"session_id": spark.session_id}
+
+
+def test_a_connect_job_gets_no_driver_log_option_but_keeps_the_users(wh, monkeypatch):
+    """A Connect server's driver runs already: no log option is built for its jobs (it
+    would only be refused as static conf); a user's own Java options still reach it."""
+    _connect_connection(monkeypatch, "sc_log")
+    job = BranchCreateOperator(task_id="t", table="db.events", branch="b2", spark_conn_id="sc_log",
+                               spark_log_level="ERROR", conf={"spark.sql.shuffle.partitions": "4"})
+    assert job.make_job_hook({}).conf == {"spark.sql.shuffle.partitions": "4"}
+    users = {DRIVER_JAVA_OPTIONS: "-Dfoo=1 -Xss4m"}
+    submit = PaimonSparkSubmitOperator(task_id="j", python_callable=_session_of, spark_conn_id="sc_log",
+                                       spark_log_level="INFO", conf=users)
+    assert submit.make_hook({}).conf == users
+    job = BranchCreateOperator(task_id="t", table="db.events", branch="b2", spark_conn_id="sc_log", conf=users)
+    assert job.make_job_hook({}).conf == users
+
+
+def test_a_connect_session_warns_about_the_users_java_options_only(connect_server, monkeypatch, caplog):
+    """Run on the suite's Connect server: the log level draws no 'static conf' warning; a
+    user's own driver Java options still do (the server decides those)."""
+    _connect_connection(monkeypatch, "sc_log_run", connect_server.url)
+
+    def warnings_of(conf: dict) -> list[str]:
+        caplog.clear()
+        op = PaimonSparkSubmitOperator(task_id="j", python_callable=_session_of, spark_conn_id="sc_log_run",
+                                       spark_log_level="INFO", conf=conf)
+        with caplog.at_level(logging.WARNING, logger="airflow_provider_paimon.spark.session"):
+            assert op.make_hook({}).run()["session_id"]
+        return [r.getMessage() for r in caplog.records if "does not take" in r.getMessage()]
+
+    assert warnings_of({"spark.sql.shuffle.partitions": "4"}) == []
+    (warning,) = warnings_of({DRIVER_JAVA_OPTIONS: "-Dfoo=1"})
+    assert DRIVER_JAVA_OPTIONS in warning

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
 from support.lineage_capture import configured, wait_until
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.lineage.queries import upstream
 from airflow_provider_paimon.lineage.store import LineageStore
@@ -80,12 +81,7 @@ def test_compact_snapshots_are_no_lineage_and_downstream_reads_each_row_once(spa
         catalog.create_table(name, Schema.from_pyarrow_schema(SCHEMA, options=SMALL), False)
     src = catalog.get_table("db.src")
     for i in range(BATCHES):
-        builder = src.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": [2 * i, 2 * i + 1], "v": ["x", "y"]}, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_arrow(src, pa.table({"id": [2 * i, 2 * i + 1], "v": ["x", "y"]}, schema=SCHEMA))
     expected = read_ids(catalog.get_table("db.src"))
     url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from pypaimon import CatalogFactory, Schema
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.lineage.queries import downstream, upstream
 from airflow_provider_paimon.lineage.store import LineageStore
@@ -47,13 +48,7 @@ def make_tables(warehouse, rows=5):
     catalog.create_database("db", True)
     for name in ("db.src", "db.dst"):
         catalog.create_table(name, Schema.from_pyarrow_schema(SCHEMA), False)
-    table = catalog.get_table("db.src")
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": list(range(rows)), "v": ["x"] * rows}, schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_arrow(catalog.get_table("db.src"), pa.table({"id": list(range(rows)), "v": ["x"] * rows}, schema=SCHEMA))
     return catalog
 
 

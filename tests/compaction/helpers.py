@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 from pypaimon import Schema
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot, live_entries
@@ -63,14 +64,7 @@ def batch(start: int, n: int, partitions: tuple[str, ...] = ("a", "b"), width: i
 
 def append(table: Any, data: pa.Table) -> None:
     """One APPEND commit through plain pypaimon."""
-    wb = table.new_batch_write_builder()
-    write, commit = wb.new_write(), wb.new_commit()
-    try:
-        write.write_arrow(data)
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
+    commit_arrow(table, data)
 
 
 def append_many(table: Any, commits: int, rows: int = 60, start: int = 0) -> int:
@@ -139,14 +133,7 @@ def manifest_entries(table: Any, metas: list) -> list:
 
 def overwrite_partition(table: Any, partition: str, start: int, rows: int = 4) -> None:
     """One OVERWRITE of partition ``p=partition`` through plain pypaimon (DELETE entries)."""
-    wb = table.new_batch_write_builder().overwrite({"p": partition})
-    write, commit = wb.new_write(), wb.new_commit()
-    try:
-        write.write_arrow(batch(start, rows, partitions=(partition,)))
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
+    commit_arrow(table, batch(start, rows, partitions=(partition,)), overwrite={"p": partition})
 
 
 def _plan(warehouse, planner, filter_text=None, **options):

@@ -27,6 +27,7 @@ from .helpers import (
     data_file_count,
     files_on_disk,
     make_table,
+    overwrite_partition,
     read_all,
     reload,
     row_multiset,
@@ -113,23 +114,13 @@ def row_multiset_of(data):
     return Counter(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
 
 
-def _overwrite_partition_a(warehouse: str, start: int) -> None:
-    table = reload(warehouse)
-    wb = table.new_batch_write_builder().overwrite({"p": "a"})
-    write, commit = wb.new_write(), wb.new_commit()
-    write.write_arrow(batch(start, 10, partitions=("a",)))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
-
-
 def test_conflict_retries_from_a_fresh_plan_and_cleans_up(warehouse):
     table = make_table(warehouse, options=SMALL)
     append_many(table, 6)
 
     def overwrite_once(attempt):
         if attempt == 1:
-            _overwrite_partition_a(warehouse, 10_000)
+            overwrite_partition(reload(warehouse), "a", 10_000, rows=10)
 
     result = _compact(table, before_commit=overwrite_once, max_retries=2)
 
@@ -150,7 +141,7 @@ def test_conflict_beyond_retry_limit_commits_nothing(warehouse):
     append_many(table, 6)
 
     with pytest.raises(ConcurrentModificationError, match=r"gave up after 1 attempts.*no longer in"):
-        _compact(table, before_commit=lambda a: _overwrite_partition_a(warehouse, 10_000),
+        _compact(table, before_commit=lambda a: overwrite_partition(reload(warehouse), "a", 10_000, rows=10),
                  max_retries=0)
 
     table = reload(warehouse)

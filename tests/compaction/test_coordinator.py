@@ -18,7 +18,7 @@ from airflow_provider_paimon.paimon.compaction.options import CompactionOptions
 from airflow_provider_paimon.paimon.compaction.plan import plan_compaction
 from airflow_provider_paimon.paimon.compaction.runner import compact
 
-from .helpers import SMALL, append, batch, make_table
+from .helpers import SMALL, append, batch, make_table, overwrite_partition
 
 
 def _bins(bins) -> list[tuple]:
@@ -30,17 +30,6 @@ def _same_as_planner(table, coordinator: CompactCoordinator) -> list[tuple]:
     expected = _bins(plan_compaction(table, coordinator.options).bins)
     assert _bins(coordinator.plan()) == expected
     return expected
-
-
-def _overwrite(table, data) -> None:
-    wb = table.new_batch_write_builder().overwrite({"p": "b"})
-    write, commit = wb.new_write(), wb.new_commit()
-    try:
-        write.write_arrow(data)
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
 
 
 def test_incremental_view_chooses_the_planners_bins_after_every_kind_of_commit(warehouse):
@@ -64,7 +53,7 @@ def test_incremental_view_chooses_the_planners_bins_after_every_kind_of_commit(w
     for i in range(5):
         append(table, batch(30_000 + i * 60, 60))
         _same_as_planner(table, coordinator)
-    _overwrite(table, batch(40_000, 40, partitions=("b",)))  # partition b replaced
+    overwrite_partition(table, "b", 40_000, rows=40)  # partition b replaced
     _same_as_planner(table, coordinator)
     assert coordinator.scans == 1  # never rescanned: every change came from a delta
     assert coordinator.deltas == table.snapshot_manager().get_latest_snapshot().id

@@ -22,7 +22,16 @@ from airflow_provider_paimon.paimon.compaction.scan import latest_snapshot
 from airflow_provider_paimon.paimon.manifest_reader import read_entries
 from airflow_provider_paimon.paimon.merging_commit import merging_commit
 
-from .helpers import SMALL, append, append_many, batch, make_table, reload, same_plan
+from .helpers import (
+    SMALL,
+    append,
+    append_many,
+    batch,
+    make_table,
+    overwrite_partition,
+    reload,
+    same_plan,
+)
 
 
 def _history(warehouse):
@@ -36,12 +45,7 @@ def _history(warehouse):
         commit.commit(write.prepare_commit())
         write.close()
         commit.close()
-    wb = reload(warehouse).new_batch_write_builder().overwrite({"p": "c"})
-    write, commit = wb.new_write(), wb.new_commit()
-    write.write_arrow(batch(5000, 6, partitions=("c",)))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    overwrite_partition(reload(warehouse), "c", 5000, rows=6)
     assert compact(reload(warehouse), CompactionOptions.from_table(reload(warehouse)),
                    partition_filter=lambda p: p["p"] == "a").committed
     append_many(reload(warehouse), 3, rows=8, start=9000)

@@ -28,6 +28,7 @@ from .helpers import (
     batch,
     data_file_count,
     make_table,
+    overwrite_partition,
     reload,
     row_multiset,
     row_multiset_of_table,
@@ -149,12 +150,7 @@ def test_busy_worker_never_blocks_and_a_conflict_gives_the_bin_up(warehouse):
     assert stream.after_commit(table).action == "busy"  # returns at once while the rewrite waits
     assert time.monotonic() - started < 2
     # partition b is overwritten while the worker rewrites: its bin must be given up
-    wb = table.new_batch_write_builder().overwrite({"p": "b"})
-    write, commit = wb.new_write(), wb.new_commit()
-    write.write_arrow(batch(900, 10, partitions=("b",)))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    overwrite_partition(table, "b", 900, rows=10)
     expected = row_multiset(reload(warehouse))
     gate.set()
     assert stream.worker.wait_idle(30)

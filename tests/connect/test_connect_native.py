@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 from independent_reader import rust_rows
 from pypaimon import CatalogFactory, Schema
+from support.pypaimon_writes import commit_rows
 from test_connect_datasource import pypaimon_rows, snapshot_ids
 
 from airflow_provider_paimon.paimon.catalog import load_table
@@ -19,13 +20,7 @@ def _table(warehouse: str, name: str, rows: list[tuple], partition_keys=None) ->
     catalog.create_database(name.split(".")[0], True)
     catalog.create_table(name, Schema.from_pyarrow_schema(SCHEMA, partition_keys=partition_keys), False)
     if rows:
-        table = catalog.get_table(name)
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_rows(catalog.get_table(name), [dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA)
 
 
 def _rows(n0: int, n1: int) -> list[tuple]:
@@ -48,12 +43,7 @@ def test_read_table_with_filter_and_time_travel(connect_spark, warehouse):
 
 def _table_append(warehouse: str, name: str, rows: list[tuple]) -> None:
     table = load_table(CatalogFactory.create({"warehouse": warehouse}), name)
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_rows(table, [dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA)
 
 
 def test_write_table_commits_one_snapshot_the_independent_reader_reads(connect_spark, warehouse):

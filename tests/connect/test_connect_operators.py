@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
 from support.dag_files import load_dag_file
+from support.pypaimon_writes import commit_arrow
 from test_connect_datasource import pypaimon_rows, snapshot_ids
 
 from airflow_provider_paimon.paimon.catalog import load_table
@@ -43,12 +44,7 @@ def _small_files(warehouse: str, commits: int = 6) -> None:
     catalog.create_table("db.events", Schema.from_pyarrow_schema(SCHEMA, partition_keys=["dt"]), False)
     table = catalog.get_table("db.events")
     for k in range(commits):
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": [k * 10 + i for i in range(3)], "dt": ["2026-11-01"] * 3}, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_arrow(table, pa.table({"id": [k * 10 + i for i in range(3)], "dt": ["2026-11-01"] * 3}, schema=SCHEMA))
 
 
 DAG_SOURCE = textwrap.dedent("""

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+from support.pypaimon_writes import commit_arrow
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -77,12 +78,7 @@ def test_compaction_page(warehouse):
     catalog.create_table("sales.orders", Schema.from_pyarrow_schema(schema), False)
     table = catalog.get_table("sales.orders")
     for i in range(6):  # six small files: above compaction.min.file-num (5)
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": [i], "v": [str(i)]}, schema=schema))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_arrow(table, pa.table({"id": [i], "v": [str(i)]}, schema=schema))
     (block,) = _python_blocks("compaction.md")
     ns = _run(block.replace("/data/warehouse", warehouse), "compaction.md", {})
     result = ns["result"].to_dict()
@@ -185,12 +181,8 @@ def test_lineage_capture_page_run_of_snapshot(warehouse, capsys):
     catalog.create_database("sales", True)
     schema = pa.schema([("id", pa.int64())])
     catalog.create_table("sales.orders", Schema.from_pyarrow_schema(schema), False)
-    builder = catalog.get_table("sales.orders").new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": [1]}, schema=schema))
     props = commit_properties(airflow_env("orders_daily", "scheduled__x", "load", 1), spark_app_id="local-1")
-    commit.commit(write.prepare_commit(), snapshot_properties=props)
-    write.close()
+    commit_arrow(catalog.get_table("sales.orders"), pa.table({"id": [1]}, schema=schema), snapshot_properties=props)
     block = _python_blocks("lineage_capture.md")[2]
     _run(block.replace("/data/wh", warehouse), "lineage_capture.md:2", {})
     printed = capsys.readouterr().out

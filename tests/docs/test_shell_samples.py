@@ -36,7 +36,8 @@ from typing import ClassVar
 
 import pyarrow as pa
 import pytest
-from orders_tables import create_orders_tables, write_rows
+from orders_tables import create_orders_tables
+from support.pypaimon_writes import commit_rows
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -421,8 +422,8 @@ def test_compaction_submit(tmp_path):
     catalog.create_table("sales.orders", Schema.from_pyarrow_schema(schema, partition_keys=["dt"]), False)
     table = catalog.get_table("sales.orders")
     for i in range(6):  # six small files in the partition (above compaction.min.file-num)
-        write_rows(table, [{"id": i, "v": str(i), "dt": "2024-01-01"}], schema)
-    write_rows(table, [{"id": 99, "v": "other", "dt": "2024-01-02"}], schema)
+        commit_rows(table, [{"id": i, "v": str(i), "dt": "2024-01-01"}], schema)
+    commit_rows(table, [{"id": 99, "v": "other", "dt": "2024-01-02"}], schema)
     command = substitute(raw_command("docs/compaction.md", COMPACT_SUBMIT), {"s3://bucket/warehouse": warehouse})
     result = _result(_run(command))
     assert result["committed"] and (result["files_before"], result["files_after"]) == (6, 1), result

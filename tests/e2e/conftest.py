@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
-from orders_tables import SINK, create_orders_tables, write_rows
+from orders_tables import SINK, create_orders_tables
 from support.orders import DAGS, ORDERS
+from support.pypaimon_writes import commit_rows
 
 # AIRFLOW_HOME, PATH, PYSPARK_PYTHON, the py-files cache and dags/ on sys.path are set
 # for the whole session in tests/conftest.py; the connection to local Spark is ours.
@@ -32,7 +33,7 @@ def orders_warehouse(tmp_path: Path) -> str:
     warehouse = str(tmp_path / "warehouse")
     catalog = create_orders_tables(warehouse, ORDERS)
     buggy = [job.enrich_row(r, "buggy") for r in ORDERS]
-    write_rows(catalog.get_table("db.orders_enriched"), buggy, SINK)
+    commit_rows(catalog.get_table("db.orders_enriched"), buggy, SINK)
     return warehouse
 
 

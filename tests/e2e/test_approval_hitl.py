@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from independent_reader import rust_rows
-from orders_tables import write_rows
+from support.pypaimon_writes import commit_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -121,9 +121,9 @@ def test_reject_leaves_main_byte_identical_and_approve_publishes(airflow_db, tmp
     from pypaimon import Schema
 
     catalog.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA), False)
-    write_rows(load_table(catalog, "db.t"), [{"id": 1, "v": "a"}], SCHEMA)
+    commit_rows(load_table(catalog, "db.t"), [{"id": 1, "v": "a"}], SCHEMA)
     create_branch(load_table(catalog, "db.t"), "fix")
-    write_rows(load_table(catalog, "db.t", "fix"), [{"id": 9, "v": "b"}], SCHEMA)
+    commit_rows(load_table(catalog, "db.t", "fix"), [{"id": 9, "v": "b"}], SCHEMA)
     table_dir = os.path.join(warehouse, "db.db", "t")
     main_before = rust_rows(warehouse, "db.t")
 

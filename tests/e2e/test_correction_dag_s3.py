@@ -17,8 +17,9 @@ import json
 
 import pytest
 from dag_run_results import task_states, task_xcom
-from orders_tables import SINK, create_orders_tables, write_rows
+from orders_tables import SINK, create_orders_tables
 from support.orders import ORDERS
+from support.pypaimon_writes import commit_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -40,7 +41,7 @@ def test_correction_dag_on_s3_replaces_main(s3_warehouse, airflow_db, tmp_path, 
 
     job = load_job_module("enrich_orders")
     catalog = create_orders_tables(s3_warehouse.uri, ORDERS, s3_warehouse.options)
-    write_rows(catalog.get_table("db.orders_enriched"), [job.enrich_row(r, "buggy") for r in ORDERS], SINK)
+    commit_rows(catalog.get_table("db.orders_enriched"), [job.enrich_row(r, "buggy") for r in ORDERS], SINK)
     monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({
         "conn_type": "paimon", "host": s3_warehouse.uri, "login": ACCESS_KEY, "password": SECRET_KEY,
         "extra": {"endpoint": s3_warehouse.server.endpoint, "region": REGION, "path-style-access": "true"},

@@ -27,6 +27,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from dag_run_results import table_rows
+from support.pypaimon_writes import commit_arrow
 
 RAW, CLEAN, MART, STATS = "ods.raw", "dwd.clean", "ads.mart", "ads.stats"
 TABLES = (RAW, CLEAN, MART, STATS)
@@ -119,14 +120,7 @@ class Pipeline:
 
     def _write(self, data: pa.Table, name: str, overwrite: bool) -> None:
         table = self._table(name)
-        builder = table.new_batch_write_builder()
-        if overwrite:
-            builder = builder.overwrite()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(data.cast(_schema(table)))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_arrow(table, data.cast(_schema(table)), overwrite={} if overwrite else None)
         self.sinks.append(self._at(name, table, self._table(name).snapshot_manager().get_latest_snapshot()))
 
     def ingest(self, batch: int, version: str) -> None:

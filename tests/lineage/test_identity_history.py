@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from pypaimon import CatalogFactory, Schema
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.job_contract import parse_result
 from airflow_provider_paimon.lineage import LineageStore, SnapshotRef
@@ -46,14 +47,7 @@ class Lake:
         return self.catalog.get_table(f"db.{name}" + (f"$branch_{branch}" if branch else ""))
 
     def append(self, name: str, ids, branch: str | None = None) -> int:
-        table = self.table(name, branch)
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": list(ids)}, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-        return table.snapshot_manager().get_latest_snapshot().id
+        return commit_arrow(self.table(name, branch), pa.table({"id": list(ids)}, schema=SCHEMA))
 
     def ref(self, name: str, snapshot_id: int, branch: str | None = None) -> SnapshotRef:
         snap = self.table(name, branch).snapshot_manager().get_snapshot_by_id(snapshot_id)

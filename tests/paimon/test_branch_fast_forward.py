@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.branch_tables import load_table, make_table, rows, table_dir, tree, write
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon import faults
@@ -137,10 +138,7 @@ def test_schema_change_on_branch_follows(warehouse, tmp_path):
     catalog.alter_table("db.t$branch_fix", [SchemaChange.add_column("extra", AtomicType("STRING"))])
     b = load_table(catalog, "db.t", "fix")
     schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("extra", pa.string())])
-    builder = b.new_batch_write_builder()
-    w, c = builder.new_write(), builder.new_commit()
-    w.write_arrow(pa.Table.from_pylist([{"id": 5, "v": "b5", "extra": "x"}], schema=schema))
-    c.commit(w.prepare_commit())
+    commit_rows(b, [{"id": 5, "v": "b5", "extra": "x"}], schema)
     ref = str(tmp_path / "ref")
     shutil.copytree(table_dir(warehouse), ref)
     java_fast_forward(ref, "fix")

@@ -14,6 +14,7 @@ import pytest
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 from support.branch_tables import files_in, load_table, make_table, rows, table_dir, tree, write
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon import faults
@@ -51,10 +52,7 @@ def scenario(warehouse: str, widen: bool = False):
     b = load_table(catalog, "db.t", "fix")
     for i in range(3):
         if widen:
-            builder = b.new_batch_write_builder()
-            w, c = builder.new_write(), builder.new_commit()
-            w.write_arrow(pa.Table.from_pylist([{"id": 100 + i, "v": "fixed", "extra": "e"}], schema=WIDE))
-            c.commit(w.prepare_commit())
+            commit_rows(b, [{"id": 100 + i, "v": "fixed", "extra": "e"}], WIDE)
         else:
             write(b, [100 + i], "b")
     write(t, [200], "m")
@@ -312,11 +310,8 @@ def test_new_main_snapshot_names_the_replacing_run_not_the_branch_writer(warehou
 
     catalog, t, _old, _new = scenario(warehouse)
     b = load_table(catalog, "db.t", "fix")
-    builder = b.new_batch_write_builder()
-    w, c = builder.new_write(), builder.new_commit()
-    w.write_arrow(pa.Table.from_pylist([{"id": 150, "v": "b"}], schema=pa.schema([("id", pa.int64()), ("v", pa.string())])))
-    c.commit(w.prepare_commit(), snapshot_properties={"airflow.dag_id": "writer", "spark.app.id": "app-w",
-                                                      "custom": "kept"})
+    commit_rows(b, [{"id": 150, "v": "b"}], pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                snapshot_properties={"airflow.dag_id": "writer", "spark.app.id": "app-w", "custom": "kept"})
     for key, value in airflow_env("publish", "manual__9", "replace", try_number=1).items():
         monkeypatch.setenv(key, value)
 

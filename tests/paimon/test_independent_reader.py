@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 from independent_reader import rust_rows, rust_snapshot_ids
-from orders_tables import write_rows
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon.branch import create_branch, replace_main
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
@@ -29,10 +29,10 @@ def test_rust_reads_snapshots_tags_branches_and_replaced_main(warehouse):
     catalog.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA), False)
     table = load_table(catalog, "db.t")
     for i in range(3):
-        write_rows(table, [{"id": i, "v": f"main-{i}"}], SCHEMA)
+        commit_rows(table, [{"id": i, "v": f"main-{i}"}], SCHEMA)
     create_tag(table, "t2", snapshot_id=2)
     create_branch(table, "fix", tag="t2")
-    write_rows(load_table(catalog, "db.t", "fix"), [{"id": 9, "v": "fix"}], SCHEMA)
+    commit_rows(load_table(catalog, "db.t", "fix"), [{"id": 9, "v": "fix"}], SCHEMA)
 
     assert rust_snapshot_ids(warehouse, "db.t") == [1, 2, 3]
     assert rust_rows(warehouse, "db.t") == _pypaimon_rows(load_table(catalog, "db.t"))

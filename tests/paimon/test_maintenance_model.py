@@ -35,6 +35,7 @@ import pyarrow as pa
 import pytest
 from support.branch_tables import SCHEMA, load_table, make_table, table_dir, write
 from support.maintenance import OPTIONS, branches, compact_main, meta_ids, read_rows
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as bops
 from airflow_provider_paimon.paimon import faults
@@ -271,13 +272,8 @@ class Model:
 
     def op_overwrite(self, br):
         """pypaimon's overwrite (an OVERWRITE snapshot replacing every row)."""
-        builder = self.table(br).new_batch_write_builder().overwrite()
-        writer, commit = builder.new_write(), builder.new_commit()
         before, ids = self.last_id(br), self.new_rows()
-        writer.write_arrow(pa.Table.from_pylist([{"id": i, "v": f"o{i}"} for i in ids], schema=SCHEMA))
-        commit.commit(writer.prepare_commit())
-        writer.close()
-        commit.close()
+        commit_rows(self.table(br), [{"id": i, "v": f"o{i}"} for i in ids], SCHEMA, overwrite={})
         self.expect_latest(br, [(i, f"o{i}") for i in ids], before)
 
     def retention_options(self) -> dict[str, str]:

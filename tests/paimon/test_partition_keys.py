@@ -14,6 +14,7 @@ import os
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
+from support.pypaimon_writes import commit_arrow, commit_rows
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
@@ -47,16 +48,7 @@ def table(warehouse):
 
 
 def commit(table, rows, overwrite=None) -> int:
-    builder = table.new_batch_write_builder()
-    if overwrite is not None:
-        builder.overwrite(overwrite)
-    write, committer = builder.new_write(), builder.new_commit()
-    if rows:
-        write.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))
-    committer.commit(write.prepare_commit())
-    write.close()
-    committer.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+    return commit_rows(table, rows, SCHEMA, overwrite=overwrite)
 
 
 def empty_partitions(table, partitions) -> int:
@@ -162,12 +154,7 @@ def test_compaction_and_unpartitioned_tables(table, warehouse):
     catalog = open_catalog(warehouse)
     catalog.create_table("db.flat", Schema.from_pyarrow_schema(pa.schema([("id", pa.int64())])), False)
     flat = load_table(catalog, "db.flat")
-    builder = flat.new_batch_write_builder()
-    write, committer = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": [1]}))
-    committer.commit(write.prepare_commit())
-    write.close()
-    committer.close()
+    commit_arrow(flat, pa.table({"id": [1]}))
     assert delta_partitions(flat, 1) == [()]
     assert changed_partition_keys(flat, [1]) == []
     with pytest.raises(InvalidArgumentError, match="snapshot 7 of main does not exist"):

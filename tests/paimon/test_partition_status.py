@@ -13,6 +13,7 @@ import os
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as branch_ops
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
@@ -38,15 +39,7 @@ def make(warehouse: str, options: dict[str, str] | None = None, schema: pa.Schem
 def write(table, rows: list[dict], overwrite: dict | None = None, schema: pa.Schema = SCHEMA) -> None:
     if overwrite is not None:  # static: an empty overwrite empties the partition
         table = table.copy({"dynamic-partition-overwrite": "false"})
-    builder = table.new_batch_write_builder()
-    if overwrite is not None:
-        builder = builder.overwrite(overwrite)
-    w, c = builder.new_write(), builder.new_commit()
-    if rows:
-        w.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    commit_rows(table, rows, schema, overwrite=overwrite)
 
 
 def reference_rows(catalog, partition: dict, branch: str | None = None) -> int:

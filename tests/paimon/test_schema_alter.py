@@ -14,6 +14,7 @@ from pypaimon import Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import Move, SchemaChange
 from support.branch_tables import load_table, rows, table_dir, tree, write
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.catalog import open_catalog
@@ -56,12 +57,7 @@ def write_orders(table, data, extra: dict | None = None) -> None:
         row = {"day": "d1", "id": i, "qty": qty, "price": decimal.Decimal(price), "note": note}
         row.update(extra or {})
         out.append({f.name: row.get(f.name) for f in table.fields})
-    builder = table.new_batch_write_builder()
-    w, c = builder.new_write(), builder.new_commit()
-    w.write_arrow(pa.Table.from_pylist(out, schema=schema))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    commit_rows(table, out, schema)
 
 
 def _arrow(t: str) -> pa.DataType:

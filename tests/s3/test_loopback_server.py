@@ -6,6 +6,7 @@ import botocore.exceptions
 import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
+from support.pypaimon_writes import commit_arrow
 
 
 def test_pypaimon_table_round_trips_on_the_loopback_server(s3_warehouse):
@@ -14,11 +15,7 @@ def test_pypaimon_table_round_trips_on_the_loopback_server(s3_warehouse):
     catalog.create_table("db.t", Schema.from_pyarrow_schema(pa.schema([("id", pa.int64())])), False)
     table = catalog.get_table("db.t")
     for start in (0, 3):
-        builder = table.new_batch_write_builder()
-        write = builder.new_write()
-        write.write_arrow(pa.table({"id": list(range(start, start + 3))}))
-        builder.new_commit().commit(write.prepare_commit())
-        write.close()
+        commit_arrow(table, pa.table({"id": list(range(start, start + 3))}))
     read = table.new_read_builder()
     ids = sorted(read.new_read().to_arrow(read.new_scan().plan().splits()).column("id").to_pylist())
     assert ids == list(range(6))

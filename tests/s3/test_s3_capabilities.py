@@ -20,6 +20,7 @@ import textwrap
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as branches
 from airflow_provider_paimon.paimon import maintenance, tag
@@ -42,12 +43,7 @@ def make_table(wh, name="db.t", options=None):
 
 
 def append(table, ids, v="m"):
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.Table.from_pylist([{"id": i, "v": f"{v}{i}"} for i in ids], schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_rows(table, [{"id": i, "v": f"{v}{i}"} for i in ids], SCHEMA)
 
 
 def rows(wh, name="db.t", branch=None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
+from support.pypaimon_writes import commit_arrow
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -25,14 +26,8 @@ class Tables:
 
     def append(self, name: str, rows: int = 2, branch: str | None = None) -> int:
         """Commit one APPEND snapshot; return its id."""
-        table = self.table(name, branch)
-        builder = table.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.table({"id": list(range(rows)), "v": ["x"] * rows}, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
-        return table.snapshot_manager().get_latest_snapshot().id
+        data = pa.table({"id": list(range(rows)), "v": ["x"] * rows}, schema=SCHEMA)
+        return commit_arrow(self.table(name, branch), data)
 
     def branch(self, name: str, branch: str, tag: str) -> None:
         table = self.table(name)

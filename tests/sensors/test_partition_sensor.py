@@ -14,6 +14,7 @@ import pytest
 from airflow.sdk import PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSensorTimeout, TaskDeferred
 from pypaimon import Schema
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.operators.partition import MarkPartitionDoneOperator
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
@@ -33,12 +34,7 @@ def table(warehouse):
 
 
 def write(table, dt: str) -> None:
-    b = table.new_batch_write_builder()
-    w, c = b.new_write(), b.new_commit()
-    w.write_arrow(pa.Table.from_pylist([{"id": 1, "dt": dt}], schema=SCHEMA))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    commit_rows(table, [{"id": 1, "dt": dt}], SCHEMA)
 
 
 def sensor(warehouse, **kwargs):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.pypaimon_writes import commit_arrow
 
 
 def _catalog(warehouse: str) -> Any:
@@ -64,17 +65,7 @@ class PaimonProbe:
         return builder.new_read().to_arrow(splits)
 
     def write_arrow(self, name: str, data: Any, branch: str | None = None, overwrite: bool = False) -> None:
-        table = self.table(name, branch)
-        wb = table.new_batch_write_builder()
-        if overwrite:
-            wb.overwrite({})
-        w = wb.new_write()
-        w.write_arrow(data)
-        msgs = w.prepare_commit()
-        w.close()
-        c = wb.new_commit()
-        c.commit(msgs)
-        c.close()
+        commit_arrow(self.table(name, branch), data, overwrite={} if overwrite else None)
 
     def create(self, name: str, schema: Any, partition_keys=None, primary_keys=None, options=None) -> Any:
         from pypaimon import Schema

@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon.errors import (
     BranchNotFoundError,
@@ -53,14 +54,7 @@ UNPART_FIX = [(1, "x", "a", 1.0), (2, "x", "b", None), (3, "y", None, 3.0), (4, 
 
 
 def _write(table: Any, rows: list[tuple], overwrite: dict | None = None, schema: pa.Schema = SCHEMA) -> None:
-    builder = table.new_batch_write_builder()
-    if overwrite is not None:
-        builder.overwrite(overwrite)
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_rows(table, [dict(zip(schema.names, r, strict=True)) for r in rows], schema, overwrite=overwrite)
 
 
 def _read(wh: str, name: str, branch: str | None = None, columns: list[str] = SCHEMA.names) -> list[tuple]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 from pypaimon import Schema
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 
@@ -36,17 +37,7 @@ def rows(ids: list[int]) -> pa.Table:
 
 def append(table: Any, ids: list[int], overwrite: bool = False) -> int:
     """Commit ``ids`` as one snapshot; returns its id."""
-    builder = table.new_batch_write_builder()
-    if overwrite:
-        builder.overwrite({})
-    write, commit = builder.new_write(), builder.new_commit()
-    try:
-        write.write_arrow(rows(ids))
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+    return commit_arrow(table, rows(ids), overwrite={} if overwrite else None)
 
 
 def compact(table: Any) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from pypaimon import Schema
+from support.pypaimon_writes import commit_arrow
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
 from airflow_provider_paimon.paimon.schema import alter_table
@@ -19,15 +20,7 @@ NEW = pa.schema([("id", pa.int64()), ("val", pa.string()), ("n", pa.int32())])
 
 
 def _append(warehouse, data):
-    table = load_table(open_catalog(warehouse), "db.s")
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    try:
-        write.write_arrow(data)
-        commit.commit(write.prepare_commit())
-    finally:
-        write.close()
-        commit.close()
+    commit_arrow(load_table(open_catalog(warehouse), "db.s"), data)
 
 
 def _pypaimon_rows(warehouse):

@@ -10,6 +10,7 @@ import pyarrow as pa
 from pypaimon import Schema
 
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+from support.pypaimon_writes import commit_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -23,13 +24,7 @@ def make_table(warehouse: str, name: str = "db.t", options: dict[str, str] | Non
 
 def write(table: Any, ids: list[int], tag: str = "m") -> None:
     """One commit (one snapshot) with rows ``id`` -> ``f"{tag}{id}"``."""
-    builder = table.new_batch_write_builder()
-    writer, commit = builder.new_write(), builder.new_commit()
-    rows = [{"id": i, "v": f"{tag}{i}"} for i in ids]
-    writer.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))
-    commit.commit(writer.prepare_commit())
-    writer.close()
-    commit.close()
+    commit_rows(table, [{"id": i, "v": f"{tag}{i}"} for i in ids], SCHEMA)
 
 
 def rows(catalog: Any, name: str = "db.t", branch: str | None = None) -> list[tuple]:

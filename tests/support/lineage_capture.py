@@ -12,6 +12,7 @@ import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
 from airflow_provider_paimon.spark.session_info import session_conf
+from support.pypaimon_writes import commit_arrow
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -34,12 +35,7 @@ def append(catalog, name, rows):
 
 def append_to(table, rows):
     """One pypaimon commit of ``rows`` as ids (``v`` = "x")."""
-    builder = table.new_batch_write_builder()
-    write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": list(rows), "v": ["x"] * len(rows)}, schema=SCHEMA))
-    commit.commit(write.prepare_commit())
-    write.close()
-    commit.close()
+    commit_arrow(table, pa.table({"id": list(rows), "v": ["x"] * len(rows)}, schema=SCHEMA))
 
 
 def snapshot_identity(catalog, name, snapshot_id, branch=None):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 from pypaimon import Schema
+from support.pypaimon_writes import commit_rows
 
 from airflow_provider_paimon.paimon import branch as ops
 from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
@@ -19,12 +20,7 @@ XSS = "<img src=x onerror=window.__pwned=1>"
 
 
 def _write(table: Any, ids: list[int]) -> None:
-    builder = table.new_batch_write_builder()
-    writer, commit = builder.new_write(), builder.new_commit()
-    writer.write_arrow(pa.Table.from_pylist([{"id": i, "v": str(i)} for i in ids], schema=SCHEMA))
-    commit.commit(writer.prepare_commit())
-    writer.close()
-    commit.close()
+    commit_rows(table, [{"id": i, "v": str(i)} for i in ids], SCHEMA)
 
 
 def _table(catalog: Any, name: str) -> Any:
