@@ -178,3 +178,23 @@ def test_the_startup_hook_preloads_only_in_pyspark_daemons(tmp_path):
     assert worker_preload.is_pyspark_daemon(["/usr/bin/python3", "-m", "pyspark.daemon", "pyspark.worker"])
     assert not worker_preload.is_pyspark_daemon(["/usr/bin/python3", "-m", PRELOAD_MODULE, "pyspark.worker"])
     assert not worker_preload.is_pyspark_daemon(["python", "job.py", "pyspark.daemon"])
+
+
+def test_workers_import_the_shipped_package_from_its_bytecode(connect_server):
+    """The package zip ``register`` ships carries each module's bytecode: a worker
+    imports it rather than compiling the package from source (``packaging``)."""
+    from pyspark.sql.functions import udf
+
+    from airflow_provider_paimon.spark.session import remote_session
+
+    def origin(_):
+        import airflow_provider_paimon.spark.datasource.writer as writer
+
+        return writer.__file__
+
+    spark = remote_session(connect_server.url)  # registered: the package is shipped
+    try:
+        path = spark.range(1).select(udf(origin, "string")("id")).collect()[0][0]
+    finally:
+        spark.stop()
+    assert ".zip/airflow_provider_paimon/spark/datasource/writer.pyc" in path
