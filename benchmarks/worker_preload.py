@@ -18,7 +18,11 @@ Each round times, on each server in turn (interleaved), three ``paimon`` appends
 * ``pooled, next``: the next task on that pooled session, right after.
 
 One warm-up round is discarded (it also makes the pooled sessions). Prints each
-server's median per case, the ratio none / each, and the load average.
+server's median per case, the ratio none / each, and the load average; wall time, and
+the CPU time the server's Python processes spent on the task (its daemons and
+workers, read from /proc: workers are reused, so they are still there at the task's
+end; a worker that exited during the task is missed), which a loaded machine inflates
+far less than wall time.
 
     python benchmarks/worker_preload.py [--repeat 3] [--idle 70] [--modes none,tasks,all]
 """
@@ -45,6 +49,45 @@ import pyarrow as pa  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string())])
 CASES = ("new session", "pooled, idle", "pooled, next")
+METRICS = ("wall", "server CPU")
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def python_cpu(root_pid: int) -> dict[int, tuple[float, float]]:
+    """{pid: (start ticks, CPU seconds)} of the Python processes under ``root_pid``."""
+    procs: dict[int, tuple[int, str, float, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        procs[int(entry)] = (int(fields[1]), comm, (int(fields[11]) + int(fields[12])) / _TICK, float(fields[19]))
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, *_rest) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = {}, [root_pid]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, []):
+            todo.append(child)
+            if procs[child][1].startswith("python"):
+                found[child] = (procs[child][3], procs[child][2])
+    return found
+
+
+def cpu_spent(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]) -> float:
+    """CPU seconds the processes of ``after`` spent since ``before`` (new ones: all of it)."""
+    spent = 0.0
+    for pid, (start, cpu) in after.items():
+        old = before.get(pid)
+        spent += cpu - old[1] if old and old[0] == start else cpu
+    return spent
 
 
 def make_table(warehouse: str) -> None:
@@ -60,22 +103,28 @@ def append(spark, warehouse: str) -> None:
      .option("warehouse", warehouse).option("table", "db.t").save())
 
 
-def new_session_task(url: str, warehouse: str) -> float:
+def timed_task(server, warehouse: str, pool=None) -> tuple[float, float]:
+    """(wall seconds, server Python CPU seconds) of one task: a new session (``pool``
+    None: registered, stopped after) or a pooled one, appending 1,000 rows."""
     from airflow_provider_paimon.spark.session import remote_job_session
 
+    before = python_cpu(server.process.pid)
     started = time.perf_counter()
-    with remote_job_session(url, {}) as spark:  # a new session, registered, stopped after
+    with remote_job_session(server.url, {}, pool) as spark:
         append(spark, warehouse)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    return wall, cpu_spent(before, python_cpu(server.process.pid))
 
 
-def pooled_task(url: str, warehouse: str, pool) -> float:
-    from airflow_provider_paimon.spark.session import remote_job_session
+def fmt(measured: tuple[float, float]) -> str:
+    return f"{measured[0]:7.2f} s ({measured[1]:5.2f} s CPU)"
 
-    started = time.perf_counter()
-    with remote_job_session(url, {}, pool) as spark:
-        append(spark, warehouse)
-    return time.perf_counter() - started
+
+def keep(times: dict, mode: str, measured: dict[str, tuple[float, float]], n: int) -> None:
+    if n:  # round 0 is the warm-up
+        for case, (wall, cpu) in measured.items():
+            times[(mode, case, "wall")].append(wall)
+            times[(mode, case, "server CPU")].append(cpu)
 
 
 def main() -> None:
@@ -98,7 +147,7 @@ def main() -> None:
     os.environ["PAIMON_PY_FILES_CACHE_DIR"] = str(root / "pyfiles")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
     servers = {}
-    times: dict[tuple[str, str], list[float]] = {(m, c): [] for m in modes for c in CASES}
+    times: dict[tuple[str, str, str], list[float]] = {(m, c, k): [] for m in modes for c in CASES for k in METRICS}
     try:
         for mode in modes:
             servers[mode] = start_connect_server(preload=mode)
@@ -112,36 +161,34 @@ def main() -> None:
             for n in range(args.repeat + 1):  # round 0: warm-up, discarded
                 tag = " (warm-up)" if n == 0 else ""
                 for mode in modes:
-                    elapsed = new_session_task(servers[mode].url, warehouses[mode])
-                    if n:
-                        times[(mode, "new session")].append(elapsed)
-                    print(f"  round {n} {mode:5s} new session  {elapsed:7.2f} s{tag}", flush=True)
+                    measured = {"new session": timed_task(servers[mode], warehouses[mode])}
+                    print(f"  round {n} {mode:5s} new session  {fmt(measured['new session'])}{tag}", flush=True)
+                    keep(times, mode, measured, n)
                 rest = min((time.monotonic() - t for t in last_pooled.values()), default=args.idle)
                 if rest < args.idle:
                     time.sleep(args.idle - rest)
                 for mode in modes:
                     gap = time.monotonic() - last_pooled[mode] if mode in last_pooled else 0.0
-                    idle = pooled_task(servers[mode].url, warehouses[mode], pools[mode])
-                    nxt = pooled_task(servers[mode].url, warehouses[mode], pools[mode])
+                    measured = {"pooled, idle": timed_task(servers[mode], warehouses[mode], pools[mode]),
+                                "pooled, next": timed_task(servers[mode], warehouses[mode], pools[mode])}
                     last_pooled[mode] = time.monotonic()
-                    if n:
-                        times[(mode, "pooled, idle")].append(idle)
-                        times[(mode, "pooled, next")].append(nxt)
-                    print(f"  round {n} {mode:5s} pooled, idle {idle:7.2f} s (idle {gap:.0f} s before)"
-                          f"  pooled, next {nxt:7.2f} s{tag}", flush=True)
+                    keep(times, mode, measured, n)
+                    print(f"  round {n} {mode:5s} pooled, idle {fmt(measured['pooled, idle'])} (idle {gap:.0f} s "
+                          f"before)  pooled, next {fmt(measured['pooled, next'])}{tag}", flush=True)
     finally:
         for server in servers.values():
             server.stop()
         shutil.rmtree(root, ignore_errors=True)
     print()
-    print("medians (s) per server's daemons, then none's median over each:")
-    print(f"{'case':14s} " + " ".join(f"{m:>9s}" for m in modes) + " "
-          + " ".join(f"{'none/' + m:>11s}" for m in modes if m != "none"))
-    for case in CASES:
-        medians = {m: statistics.median(times[(m, case)]) for m in modes}
-        ratios = " ".join(f"{medians['none'] / medians[m]:10.1f}x" for m in modes if m != "none") \
-            if "none" in medians else ""
-        print(f"{case:14s} " + " ".join(f"{medians[m]:9.2f}" for m in modes) + " " + ratios)
+    for metric in METRICS:
+        print(f"{metric}: medians (s) per server's daemons, then none's median over each:")
+        print(f"{'case':14s} " + " ".join(f"{m:>9s}" for m in modes) + " "
+              + " ".join(f"{'none/' + m:>11s}" for m in modes if m != "none"))
+        for case in CASES:
+            medians = {m: statistics.median(times[(m, case, metric)]) for m in modes}
+            ratios = " ".join(f"{medians['none'] / max(medians[m], 0.01):10.1f}x" for m in modes if m != "none") \
+                if "none" in medians else ""
+            print(f"{case:14s} " + " ".join(f"{medians[m]:9.2f}" for m in modes) + " " + ratios)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
 
 
