@@ -16,7 +16,8 @@ Its Python worker daemons preload the ``paimon`` source's libraries (``preload``
 ``spark/worker_preload.py`` copied onto the workers' path as ``paimon_worker_preload``
 (never the package itself), named by ``spark.python.daemon.module`` (the tasks' daemons)
 and called from the workers' ``sitecustomize`` (the planner's ``pyspark.daemon``s).
-``"tasks"``: the conf only; ``"none"``: Spark's own daemon.
+``"tasks"``: the conf only; ``"none"``: Spark's own daemon. ``$PAIMON_TEST_CONNECT_PRELOAD``
+sets the default (to time the suite either way, or to see the preload tests fail).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ PACKAGE = "airflow_provider_paimon"
 PRELOAD_MODULE = "paimon_worker_preload"
 PRELOAD_SOURCE = Path(__file__).resolve().parents[1] / PACKAGE / "spark" / "worker_preload.py"
 PRELOAD_MODES = ("none", "tasks", "all")
+PRELOAD_ENV = "PAIMON_TEST_CONNECT_PRELOAD"
 
 # Put first on the workers' PYTHONPATH: drops the editable install's finder (and any path
 # entry that holds the package), so only what the client ships is importable.
@@ -103,13 +105,14 @@ def start_connect_server(
     hide_package: bool = True,
     conf: dict[str, str] | None = None,
     timeout: float = 240.0,
-    preload: str = "all",
+    preload: str | None = None,
     env_extra: dict[str, str] | None = None,
 ) -> ConnectServer:
     """Start a Spark Connect server on a free loopback port and wait until it listens.
 
     ``env_extra``: set in the server's environment (its Python workers inherit it).
     """
+    preload = preload or os.environ.get(PRELOAD_ENV) or "all"
     if preload not in PRELOAD_MODES:
         raise ValueError(f"preload is {preload!r}: one of {', '.join(PRELOAD_MODES)}")
     workdir = tempfile.mkdtemp(prefix="paimon-connect-server-")

@@ -119,7 +119,7 @@ PROBE_WORKER = textwrap.dedent("""
 NOISY = "import os, sys\nprint('noise from a library')\nsys.stdout.flush()\nos.write(1, b'more noise')\n"
 
 
-def _run_daemon(tmp_path: Path, module: str, preload: str) -> tuple[dict, str]:
+def _run_daemon(tmp_path: Path, module: str, preload: str, python: str = sys.executable) -> tuple[dict, str]:
     """Start ``python -m module`` as Spark does, ask it for one worker, and return what
     that worker had in ``sys.modules`` and the daemon's stderr."""
     from pyspark.serializers import UTF8Deserializer, read_int, write_with_length
@@ -129,7 +129,7 @@ def _run_daemon(tmp_path: Path, module: str, preload: str) -> tuple[dict, str]:
     secret = "s3cret-for-the-test"
     env = {**os.environ, "PYTHON_WORKER_FACTORY_SECRET": secret, worker_preload.PRELOAD_ENV: preload,
            "PYTHONPATH": os.pathsep.join([str(tmp_path), ROOT])}
-    daemon = subprocess.Popen([sys.executable, "-m", module, "pyspark_preload_probe"], env=env, cwd=tmp_path,
+    daemon = subprocess.Popen([python, "-m", module, "pyspark_preload_probe"], env=env, cwd=tmp_path,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         port = struct.unpack("!i", daemon.stdout.read(4))[0]  # the daemon's first 4 bytes: its port
@@ -167,6 +167,31 @@ def test_a_daemon_with_a_missing_library_in_its_list_still_serves_its_workers(tm
                     "noisy_library_for_the_test": True, "airflow_provider_paimon": False}
     assert "skipped no_such_library_for_the_test (ModuleNotFoundError" in stderr
     assert "noise from a library" in stderr and "more noise" in stderr
+
+
+def test_the_documented_pth_file_preloads_in_pyspark_daemons(tmp_path):
+    """docs/connect.md's step 3, as an admin does it: the module and a ``.pth`` line in
+    the server Python's site-packages (here a virtualenv's, which sees this one's
+    libraries); Spark's own ``pyspark.daemon`` then forks workers that have them."""
+    import site
+    import sysconfig
+
+    doc = (Path(ROOT) / "docs" / "connect.md").read_text()
+    line = f"import {PRELOAD_MODULE}; {PRELOAD_MODULE}.preload_if_daemon()"
+    assert f"`{line}`" in doc
+    venv = tmp_path / "server-python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    ours = [p for p in {*site.getsitepackages(), sysconfig.get_paths()["purelib"]} if os.path.isdir(p)]
+    Path(purelib, "libraries.pth").write_text("\n".join(ours) + "\n")
+    Path(purelib, f"{PRELOAD_MODULE}.py").write_bytes(Path(worker_preload.__file__).read_bytes())
+    Path(purelib, f"{PRELOAD_MODULE}.pth").write_text(line + "\n")
+    daemon_tmp = tmp_path / "daemon"
+    daemon_tmp.mkdir()
+    seen, _ = _run_daemon(daemon_tmp, "pyspark.daemon", "polars", python=python)
+    assert seen["polars"] is True
 
 
 def test_the_startup_hook_preloads_only_in_pyspark_daemons(tmp_path):
