@@ -11,6 +11,10 @@ a forked child spends importing what a write worker imports (``source``, ``write
   imported before the fork: ``spark/worker_preload.py``);
 * the package zip: sources only (as before) or with bytecode (``packaging``).
 
+And what a preloading daemon itself spends importing before it forks (once per session
+and kind of work), with pyspark from Spark's zip or from the installed copy of the same
+version (``worker_preload.prefer_installed_pyspark``).
+
 Each sample is a fresh interpreter (the "daemon") that forks one child (the "worker");
 variants interleave; medians of ``--repeat`` samples, CPU seconds (what load inflates
 least), with the ratios to the old way (``pyspark.daemon``, sources only) and the load
@@ -60,6 +64,20 @@ print(os.read(r, 64).decode())
 '''
 
 
+# a preloading daemon's own imports, pyspark from the zip or the installed copy
+DAEMON = r'''
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import worker_preload
+sys.path.remove(sys.argv[1])
+if sys.argv[2] == "zip":
+    worker_preload.prefer_installed_pyspark = lambda: None
+started = time.process_time()
+worker_preload.preload(worker_preload.modules_to_preload("pyspark.worker"))
+print(f"{time.process_time() - started:.4f}")
+'''
+
+
 def zips(folder: Path) -> dict[str, str]:
     """{"sources only": zip, "with bytecode": zip} of this package."""
     from airflow_provider_paimon.packaging import build_py_files_zip
@@ -87,7 +105,12 @@ def main() -> None:
         packages = zips(Path(tmp))
         variants = [(daemon, package) for daemon in ("pyspark.daemon", "worker_preload") for package in packages]
         cpu: dict[tuple[str, str], list[float]] = {v: [] for v in variants}
+        daemon_cpu: dict[str, list[float]] = {"zip": [], "installed": []}
         for _ in range(args.repeat):
+            for source in daemon_cpu:
+                out = subprocess.run([sys.executable, "-c", DAEMON, preload_dir, source], env=env,
+                                     capture_output=True, text=True, check=True, cwd=tmp)
+                daemon_cpu[source].append(float(out.stdout.strip().splitlines()[-1]))
             for daemon, package in variants:
                 mode = "preload" if daemon == "worker_preload" else "plain"
                 out = subprocess.run([sys.executable, "-c", CHILD, packages[package], mode, preload_dir],
@@ -98,6 +121,10 @@ def main() -> None:
     for (daemon, package), values in cpu.items():
         median = statistics.median(values)
         print(f"  {daemon:15s} package {package:14s} {median:6.3f} s  {base / median:5.1f}x")
+    zipped = statistics.median(daemon_cpu["zip"])
+    print("a preloading daemon's own imports, CPU seconds (median), and zip / this:")
+    for source, values in daemon_cpu.items():
+        print(f"  pyspark from {source:9s} {statistics.median(values):6.3f} s  {zipped / statistics.median(values):5.1f}x")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
 
 

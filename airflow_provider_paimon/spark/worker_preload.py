@@ -33,6 +33,12 @@ Safety, because a daemon that does not start stops all Python work of the server
   forking when it was run from an installed package: the workers must import the
   version the client shipped, not the server's.
 
+pyspark itself: Spark puts its ``pyspark.zip`` first on the workers' path, and a zip's
+modules are compiled from source by every process that imports them (no bytecode
+cache). When the server's Python has pyspark installed in the very same version (the
+same ``pyspark/version.py``; a pip-installed pyspark *is* that zip's source), the
+daemon takes the zip off its path and imports the installed copy, with its bytecode.
+
 ``PAIMON_WORKER_PRELOAD`` (comma-separated module names) replaces the default list;
 empty: nothing is preloaded. Imports no Airflow, and only the standard library at the top.
 """
@@ -43,10 +49,19 @@ import contextlib
 import importlib
 import os
 import sys
+import zipfile
 from collections.abc import Iterable, Iterator
 
-__all__ = ["DEFAULT_MODULES", "PRELOAD_ENV", "is_pyspark_daemon", "main", "modules_to_preload", "preload",
-           "preload_if_daemon"]
+__all__ = [
+    "DEFAULT_MODULES",
+    "PRELOAD_ENV",
+    "is_pyspark_daemon",
+    "main",
+    "modules_to_preload",
+    "prefer_installed_pyspark",
+    "preload",
+    "preload_if_daemon",
+]
 
 #: replaces ``DEFAULT_MODULES`` when set (comma-separated; empty: preload nothing)
 PRELOAD_ENV = "PAIMON_WORKER_PRELOAD"
@@ -104,9 +119,37 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+def prefer_installed_pyspark() -> str | None:
+    """Take Spark's ``pyspark.zip`` off ``sys.path`` when the same pyspark is installed
+    (byte-identical ``pyspark/version.py``); the installed copy's folder, or None (left
+    as it is: pyspark already imported, no zip, none installed, another version)."""
+    if "pyspark" in sys.modules:
+        return None
+    zips = [p for p in sys.path if os.path.basename(p) == "pyspark.zip"]
+    if not zips:
+        return None
+    try:
+        with zipfile.ZipFile(zips[0]) as archive:
+            zipped = archive.read("pyspark/version.py")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    for entry in sys.path:
+        installed = os.path.join(entry or ".", "pyspark", "version.py")
+        if entry in zips or not os.path.isfile(installed):
+            continue
+        with open(installed, "rb") as source:
+            if source.read() != zipped:
+                return None
+        sys.path[:] = [p for p in sys.path if p not in zips]
+        return entry
+    return None
+
+
 def preload(names: Iterable[str]) -> dict[str, str]:
     """Import ``names``; the ones that failed, each with its error (never raises)."""
     failed: dict[str, str] = {}
+    with contextlib.suppress(Exception):
+        prefer_installed_pyspark()
     with _stdout_to_stderr():
         for name in names:
             try:

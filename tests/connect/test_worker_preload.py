@@ -111,7 +111,9 @@ PROBE_WORKER = textwrap.dedent("""
     def main(infile, outfile):
         names = ["polars", "no_such_library_for_the_test", "noisy_library_for_the_test",
                  "airflow_provider_paimon"]
-        write_with_length(json.dumps({n: n in sys.modules for n in names}).encode(), outfile)
+        seen = {n: n in sys.modules for n in names}
+        seen["pyspark from"] = "zip" if ".zip" in sys.modules["pyspark"].__file__ else "installed"
+        write_with_length(json.dumps(seen).encode(), outfile)
         outfile.flush()
 """)
 
@@ -127,8 +129,11 @@ def _run_daemon(tmp_path: Path, module: str, preload: str, python: str = sys.exe
     (tmp_path / "pyspark_preload_probe.py").write_text(PROBE_WORKER)
     (tmp_path / "noisy_library_for_the_test.py").write_text(NOISY)
     secret = "s3cret-for-the-test"
+    import pyspark
+
+    spark_zips = sorted(str(p) for p in (Path(pyspark.__file__).parent / "python" / "lib").glob("*.zip"))
     env = {**os.environ, "PYTHON_WORKER_FACTORY_SECRET": secret, worker_preload.PRELOAD_ENV: preload,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), ROOT])}
+           "PYTHONPATH": os.pathsep.join([*spark_zips, str(tmp_path), ROOT])}  # Spark's zips first, as Spark does
     daemon = subprocess.Popen([python, "-m", module, "pyspark_preload_probe"], env=env, cwd=tmp_path,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -160,11 +165,12 @@ def test_a_daemon_with_a_missing_library_in_its_list_still_serves_its_workers(tm
     names = "no_such_library_for_the_test,polars,noisy_library_for_the_test"
     if module == "pyspark.daemon":  # as a server without this module runs it
         seen, _ = _run_daemon(tmp_path, module, names)
-        assert seen["polars"] is False
+        assert seen["polars"] is False and seen["pyspark from"] == "zip"
         return
     seen, stderr = _run_daemon(tmp_path, module, names)
+    # pyspark: the installed copy of the same version (bytecode), not Spark's zip
     assert seen == {"polars": True, "no_such_library_for_the_test": False,
-                    "noisy_library_for_the_test": True, "airflow_provider_paimon": False}
+                    "noisy_library_for_the_test": True, "airflow_provider_paimon": False, "pyspark from": "installed"}
     assert "skipped no_such_library_for_the_test (ModuleNotFoundError" in stderr
     assert "noise from a library" in stderr and "more noise" in stderr
 
