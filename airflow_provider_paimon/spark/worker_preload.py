@@ -148,6 +148,9 @@ def prefer_installed_pyspark() -> str | None:
 def preload(names: Iterable[str]) -> dict[str, str]:
     """Import ``names``; the ones that failed, each with its error (never raises)."""
     failed: dict[str, str] = {}
+    names = list(names)
+    if not names:  # PAIMON_WORKER_PRELOAD="": the daemon as pyspark's own
+        return failed
     with contextlib.suppress(Exception):
         prefer_installed_pyspark()
     with _stdout_to_stderr():

@@ -175,6 +175,11 @@ def test_a_daemon_with_a_missing_library_in_its_list_still_serves_its_workers(tm
     assert "noise from a library" in stderr and "more noise" in stderr
 
 
+def test_an_empty_preload_list_leaves_the_daemon_as_pysparks_own(tmp_path):
+    seen, _ = _run_daemon(tmp_path, "airflow_provider_paimon.spark.worker_preload", "")
+    assert seen["polars"] is False and seen["pyspark from"] == "zip"
+
+
 def test_the_documented_pth_file_preloads_in_pyspark_daemons(tmp_path):
     """docs/connect.md's step 3, as an admin does it: the module and a ``.pth`` line in
     the server Python's site-packages (here a virtualenv's, which sees this one's
