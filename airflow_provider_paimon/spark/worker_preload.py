@@ -97,10 +97,11 @@ _PYSPARK_DAEMON = "pyspark.daemon"
 
 def modules_to_preload(served: str | None = None) -> list[str]:
     """The modules to import: ``PAIMON_WORKER_PRELOAD`` or the default list, plus the
-    worker module this daemon serves (``served``: what Spark passes as its argument)."""
+    worker module this daemon serves (``served``: what Spark passes as its argument);
+    none at all when ``PAIMON_WORKER_PRELOAD`` is set empty."""
     raw = os.environ.get(PRELOAD_ENV)
     names = list(DEFAULT_MODULES) if raw is None else [n.strip() for n in raw.split(",") if n.strip()]
-    if served and served.startswith("pyspark") and served not in names:
+    if names and served and served.startswith("pyspark") and served not in names:
         names.append(served)
     return names
 
