@@ -26,9 +26,12 @@ Safety, because a daemon that does not start stops all Python work of the server
   (the worker imports it itself, as without preloading), reported on stderr once;
 * the daemon's stdout is its channel to Spark (it writes its port there): whatever a
   library prints while importing goes to stderr;
-* imports only, nothing runs a thread pool before the fork (pyspark's own daemon
-  imports its worker module after the fork for that reason; the libraries here start
-  no pool on import: checked by the suite running its Connect tests on such a daemon);
+* imports only, nothing is run before the fork. pyspark's own daemon imports its worker
+  module after the fork because pandas and pyarrow start threads; what these imports
+  start are jemalloc's background threads (pyarrow, polars), OpenBLAS's (numpy) and
+  polars' spill-cleanup thread, which a forked worker simply lacks: jemalloc and
+  OpenBLAS handle fork, and polars starts its thread pool lazily, in the worker. The
+  suite runs all its Connect tests (batch, streaming, lineage) on such daemons;
 * this module imports nothing of its package, and drops its package's modules before
   forking when it was run from an installed package: the workers must import the
   version the client shipped, not the server's.
