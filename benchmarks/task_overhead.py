@@ -17,14 +17,16 @@ session an earlier task used):
   rows through the ``paimon`` source.
 
 The Connect server is started once (pyspark's bundled jars, ``local[2]``, its workers
-without the package: ``register`` ships it) and warmed by one discarded round (which
+without the package: ``register`` ships it; its worker daemons preload the source's
+libraries unless ``--preload none``: ``spark/worker_preload.py``, compared side by side
+in ``benchmarks/worker_preload.py``) and warmed by one discarded round (which
 also makes the pooled session); the spark-submit path gets the same discarded round.
 Rounds interleave the paths; the pooled connection runs twice in a row ("pooled, idle":
 its session's previous task ended a round of other tasks ago, the gap is printed;
 "pooled, next": right after). Prints each path's median wall time, the ratios, and the
 load average; the whole task is timed (the job's own work is not separated out).
 
-    python benchmarks/task_overhead.py [--repeat 3] [--no-spark-submit]
+    python benchmarks/task_overhead.py [--repeat 3] [--no-spark-submit] [--preload all|tasks|none]
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-spark-submit", action="store_true",
                         help="time the two Connect paths only (spark-submit is most of the run's time)")
+    parser.add_argument("--preload", choices=("all", "tasks", "none"), default="all",
+                        help="the Connect server's worker daemons (tests/connect_server.py)")
     args = parser.parse_args()
     import logging
 
@@ -129,8 +133,9 @@ def main() -> None:
     app = root / "append_1000.py"
     app.write_text(APP)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
-    server = start_connect_server()
-    print(f"Connect server up in {server.started_in:.1f} s (started once, not counted)")
+    server = start_connect_server(preload=args.preload)
+    print(f"Connect server up in {server.started_in:.1f} s (started once, not counted; "
+          f"worker preload: {args.preload})")
     host, port = server.url[len("sc://"):].split(":")
     os.environ["PAIMON_CONNECT_SESSION_DIR"] = os.path.join(_HOME, "connect-sessions")
     set_conn("spark_connect_new", {"conn_type": "spark_connect", "host": host, "port": int(port),

@@ -10,6 +10,14 @@ Its Python workers run this virtualenv's interpreter but, by default, can NOT im
 some checkout, and a server that silently ran that checkout's code would test nothing.
 ``register(spark)`` ships the client's package with ``spark.addArtifacts``, as it must on
 a real server that does not have it installed.
+
+Its Python worker daemons preload the ``paimon`` source's libraries (``preload``, default
+``"all"``), as docs/connect.md tells a server admin: the package's
+``spark/worker_preload.py`` copied onto the workers' path as ``paimon_worker_preload``
+(never the package itself), named by ``spark.python.daemon.module`` (the tasks' daemons)
+and called from the workers' ``sitecustomize`` (the planner's ``pyspark.daemon``s).
+``"tasks"``: the conf only; ``"none"``: Spark's own daemon. ``$PAIMON_TEST_CONNECT_PRELOAD``
+sets the default (to time the suite either way, or to see the preload tests fail).
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ import pyspark
 
 CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PACKAGE = "airflow_provider_paimon"
+#: the preload module under the name a server admin installs it as (docs/connect.md)
+PRELOAD_MODULE = "paimon_worker_preload"
+PRELOAD_SOURCE = Path(__file__).resolve().parents[1] / PACKAGE / "spark" / "worker_preload.py"
+PRELOAD_MODES = ("none", "tasks", "all")
+PRELOAD_ENV = "PAIMON_TEST_CONNECT_PRELOAD"
 
 # Put first on the workers' PYTHONPATH: drops the editable install's finder (and any path
 # entry that holds the package), so only what the client ships is importable.
@@ -92,8 +105,16 @@ def start_connect_server(
     hide_package: bool = True,
     conf: dict[str, str] | None = None,
     timeout: float = 240.0,
+    preload: str | None = None,
+    env_extra: dict[str, str] | None = None,
 ) -> ConnectServer:
-    """Start a Spark Connect server on a free loopback port and wait until it listens."""
+    """Start a Spark Connect server on a free loopback port and wait until it listens.
+
+    ``env_extra``: set in the server's environment (its Python workers inherit it).
+    """
+    preload = preload or os.environ.get(PRELOAD_ENV) or "all"
+    if preload not in PRELOAD_MODES:
+        raise ValueError(f"preload is {preload!r}: one of {', '.join(PRELOAD_MODES)}")
     workdir = tempfile.mkdtemp(prefix="paimon-connect-server-")
     port = free_port()
     env = dict(os.environ)
@@ -102,11 +123,20 @@ def start_connect_server(
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     env.pop("PYTHONPATH", None)
+    env.update(env_extra or {})
+    site_dir = os.path.join(workdir, "site")  # on the workers' PYTHONPATH
+    site = []
     if hide_package:
-        hide_dir = os.path.join(workdir, "hide")
-        os.makedirs(hide_dir)
-        Path(hide_dir, "sitecustomize.py").write_text(_HIDE_PACKAGE)
-        env["PYTHONPATH"] = hide_dir
+        site.append(_HIDE_PACKAGE)
+    if preload == "all":
+        site.append(f"import {PRELOAD_MODULE}\n\n{PRELOAD_MODULE}.preload_if_daemon()\n")
+    if site or preload != "none":
+        os.makedirs(site_dir)
+        env["PYTHONPATH"] = site_dir
+    if preload != "none":
+        shutil.copyfile(PRELOAD_SOURCE, os.path.join(site_dir, f"{PRELOAD_MODULE}.py"))
+    if site:
+        Path(site_dir, "sitecustomize.py").write_text("\n".join(site))
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
@@ -119,6 +149,7 @@ def start_connect_server(
         "spark.python.worker.reuse": "true",
         "spark.local.dir": os.path.join(workdir, "local"),
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={workdir}",
+        **({"spark.python.daemon.module": PRELOAD_MODULE} if preload != "none" else {}),
         **(conf or {}),
     }
     argv = [os.path.join(spark_home(), "bin", "spark-submit"), "--class", CONNECT_CLASS,

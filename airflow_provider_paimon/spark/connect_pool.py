@@ -14,29 +14,32 @@ How, safely:
   drops the lock of a process that dies, even by SIGKILL. When every slot is taken the
   job gets a fresh session of its own (released at its end), as without a pool.
 * **Session id.** Each slot's state file (beside its lock) holds the server session id
-  (a random uuid4) and a generation. A new id (and generation) is taken when the server
-  says the old one is closed or expired (``INVALID_HANDLE.SESSION_*``: the lease start
-  probes it, and tries once more on the new id), when the previous holder did not end
-  its lease (it was killed: its session is released, which also interrupts whatever it
-  left running), when the shipped package changed (the server refuses a changed
-  artifact under the same name, and an old zip would stay on the workers' path), or
-  when cleaning up after a job failed.
-* **No state leaks to the next job.** The state file keeps the session's conf and
-  current database as they were when the session was new (the baseline; values as
-  digests: the server's conf may hold secrets). At the end of
-  each lease, success or failure, the job's streaming queries still active are stopped
-  (as releasing its own session did), every conf key the job changed or added is set
-  back or unset, temporary views are dropped and the current database restored; a job
-  that failed first has its running operations interrupted. What cannot be undone through
-  the client (functions or data sources a user's job registered, the server's shared
-  table cache) is documented: opt out (``session_reuse: false``) for isolation.
-  The ``paimon`` source is registered anew by each job with its own conf
-  (``session.remote_job_session``), and what this process keeps per session (a
-  Connect lineage capture) is dropped when the lease ends.
+  (a random uuid4), the server's own id of that session (a new one when the server
+  restarted and made a new session of the old id) and a generation. A new id (and
+  generation) is taken when the server says the old one is closed or expired
+  (``INVALID_HANDLE.SESSION_*``: the lease start probes it, and tries once more on the
+  new id), when the server restarted, when the previous holder did not end its lease
+  (it was killed: its session is released, which also interrupts whatever it left
+  running), when the shipped package changed (the server refuses a changed artifact
+  under the same name, and an old zip would stay on the workers' path), or when
+  cleaning up after a job failed.
+* **No state leaks to the next job.** Each lease reads the session's conf and current
+  database when it starts (the snapshot, kept in this process's memory only: the
+  server's conf may hold secrets). At the end of each lease, success or failure, the
+  job's streaming queries still active are stopped (as releasing its own session did),
+  every conf key the job changed, removed or added is set back or unset, temporary
+  views are dropped and the current database restored; a job that failed first has its
+  running operations interrupted. A lease that does not reach its end (the process is
+  killed) leaves its slot marked in use, and the next lease replaces that session, so
+  the snapshot needs to outlive no process. What cannot be undone through the client
+  (functions or data sources a user's job registered, the server's shared table cache)
+  is documented: opt out (``session_reuse: false``) for isolation. The ``paimon``
+  source is registered anew by each job with its own conf
+  (``session.remote_job_session``), and what this process keeps per session (a Connect
+  lineage capture) is dropped when the lease ends.
 
 The URL may carry a token: it is never logged nor written here; the state files hold
-only session ids (not secrets) and conf values the session already had before any job
-ran. Imports no Airflow.
+only session ids, a generation and the package's name (no conf value). Imports no Airflow.
 """
 
 from __future__ import annotations
@@ -118,7 +121,9 @@ class Lease:
     generation: int = 0
     #: whether the server session served an earlier job (its Python workers are warm)
     reused: bool = False
-    baseline: dict[str, Any] = field(default_factory=dict)
+    #: the session's conf and current database when the lease started (what its end
+    #: puts back); in memory only
+    snapshot: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_pool_settings(extra: dict[str, Any], pool_key: str) -> SessionPool | None:
@@ -176,9 +181,9 @@ def is_session_gone(err: BaseException) -> bool:
 def leased_session(url: str, pool: SessionPool) -> Iterator[Lease]:
     """A clean Connect session for one job: a pooled server session if a slot is free.
 
-    The session's state is the baseline when the block starts and is put back when it
-    ends (see the module doc); the server session stays for the next job. The caller
-    registers the data source and sets the job's conf.
+    The session's state when the block starts is put back when it ends (see the module
+    doc); the server session stays for the next job. The caller registers the data
+    source and sets the job's conf.
     """
     folder = pool.folder()
     slot, fd = _take_slot(folder, pool.size)
@@ -251,11 +256,11 @@ _PACKAGE_CHANGED = "the package changed"
 
 
 def _begin(url: str, state_path: Path, slot: int) -> Lease:
-    """Attach to the slot's server session (a new one when it cannot be reused), clean."""
+    """Attach to the slot's server session (a new one when it cannot be reused)."""
     state = _read_state(state_path)
     package = _package_name()
     why_new = None
-    if not state.get("session_id") or not state.get("baseline"):
+    if not state.get("session_id"):
         why_new = "first use of this slot"
     elif state.get("in_use"):
         why_new = _KILLED
@@ -264,44 +269,37 @@ def _begin(url: str, state_path: Path, slot: int) -> Lease:
     if why_new is None:
         session = _attach(url, str(state["session_id"]))
         try:
-            now = _conf(session)  # the probe: the first call to the server
+            snapshot = _snapshot(session)  # the probe: the first call to the server
         except Exception as err:
             _stop(session, release=False)
             if not is_session_gone(err):
                 raise
             why_new = "the server closed it (released or idle past its timeout)"
         else:
-            if _digest(now.get("spark.app.id", "")) != state["baseline"]["conf"].get("spark.app.id"):
-                # a restarted server made a new session of the old id: its baseline is not ours
+            if _server_side_id(session) != state.get("server_session"):
+                # a restarted server made a new session of the old id (cold, unshipped)
                 _stop(session, release=True)
                 why_new = "the server restarted"
             else:
-                try:
-                    _restore(url, session, state["baseline"], now)
-                    lease = Lease(session, slot, int(state.get("generation", 0)), True, state["baseline"])
-                except Exception as err:  # noqa: BLE001 - a session that cannot be cleaned is not reused
-                    _stop(session, release=True)
-                    log.warning("Spark Connect: cleaning pooled session %s failed (%s)",
-                                state["session_id"], type(err).__name__)
-                    why_new = "cleaning it failed"
+                lease = Lease(session, slot, int(state.get("generation", 0)), True, snapshot)
     if why_new is not None:
         if state.get("session_id") and why_new in (_KILLED, _PACKAGE_CHANGED):
             _retire(url, str(state["session_id"]))
         generation = int(state.get("generation", 0)) + 1
-        session_id = str(uuid.uuid4())
-        session = _attach(url, session_id)
+        session = _attach(url, str(uuid.uuid4()))
         lease = Lease(session, slot, generation, False, _snapshot(session))
         log.info("Spark Connect: new pooled session for slot %d (generation %d): %s", slot, generation, why_new)
     else:
         log.info("Spark Connect: reusing pooled session %s (slot %d, generation %d)",
                  lease.session.session_id, slot, lease.generation)
     _write_state(state_path, {"session_id": lease.session.session_id, "generation": lease.generation,
-                              "package": package, "baseline": lease.baseline, "in_use": True})
+                              "server_session": _server_side_id(lease.session), "package": package,
+                              "in_use": True})
     return lease
 
 
 def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
-    """Put the session back as it was when new; retire it when that cannot be done."""
+    """Put the session back as the lease found it; retire it when that cannot be done."""
     session = lease.session
     session_id = str(session.session_id)
     _forget_in_process(session)
@@ -314,7 +312,7 @@ def _end(url: str, lease: Lease, state_path: Path, failed: bool) -> None:
             query.stop()
         if failed:
             session.interruptAll()
-        _restore(url, session, lease.baseline)
+        _restore(session, lease.snapshot)
         keep = True
     except Exception as err:  # noqa: BLE001 - the job's outcome stands; the next task starts anew
         log.warning("Spark Connect: cleaning pooled session %s failed (%s); the next task gets a new one",
@@ -340,54 +338,39 @@ def _forget_in_process(session: Any) -> None:
 
 
 def _snapshot(session: Any) -> dict[str, Any]:
-    """A new session's conf and current database: what each lease puts back.
+    """The session's conf and current database: what the lease's end puts back.
 
-    The conf is kept as digests of its values: the server's conf may hold secrets
-    (storage keys), which have no business in a file on this host. A key a job changed
-    gets its value back from a new session of the same server (``_pristine_values``).
+    Kept in memory for the lease only, never written: the server's conf may hold
+    secrets (storage keys), which have no business in a file on this host.
     """
-    return {"conf": {k: _digest(v) for k, v in _conf(session).items()},
-            "database": str(session.catalog.currentDatabase())}
+    return {"conf": _conf(session), "database": str(session.catalog.currentDatabase())}
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()[:32]
+def _server_side_id(session: Any) -> str | None:
+    """The server's own id of the session (a restarted server gives the same client-side
+    id a new one); None when the client does not expose it."""
+    value = getattr(getattr(session, "client", None), "_server_session_id", None)
+    return str(value) if value else None
 
 
 def _conf(session: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in session.conf.getAll.items()}
 
 
-def _restore(url: str, session: Any, baseline: dict[str, Any], now: dict[str, str] | None = None) -> None:
+def _restore(session: Any, snapshot: dict[str, Any]) -> None:
     """Conf keys set back or unset, temporary views dropped, current database restored."""
-    wanted: dict[str, str] = dict(baseline.get("conf") or {})
-    now = _conf(session) if now is None else now
-    changed = {key for key, value in now.items() if key in wanted and _digest(value) != wanted[key]}
-    changed |= wanted.keys() - now.keys()
-    for key in now.keys() - wanted.keys():
+    wanted: dict[str, str] = dict(snapshot.get("conf") or {})
+    now = _conf(session)
+    for key in sorted(now.keys() - wanted.keys()):
         session.conf.unset(key)
-    if changed:
-        values = _pristine_values(url, changed)
-        for key in sorted(changed):
-            if key not in values or _digest(values[key]) != wanted[key]:
-                raise RuntimeError(f"the conf key {key} cannot be set back")  # the session is retired
-            session.conf.set(key, values[key])
+    for key in sorted(k for k, v in wanted.items() if now.get(k) != v):
+        session.conf.set(key, wanted[key])  # a key that cannot be set back: the session is retired
     for row in session.sql("SHOW VIEWS").collect():
         if row["isTemporary"] and not row["namespace"]:
             session.catalog.dropTempView(row["viewName"])
-    database = baseline.get("database")
+    database = snapshot.get("database")
     if database and session.catalog.currentDatabase() != database:
         session.catalog.setCurrentDatabase(database)
-
-
-def _pristine_values(url: str, keys: set[str]) -> dict[str, str]:
-    """``keys``' values in a new session of the server (the baseline of every session)."""
-    session = _attach(url, None)
-    try:
-        conf = _conf(session)
-    finally:
-        _stop(session, release=True)
-    return {key: conf[key] for key in keys if key in conf}
 
 
 def _attach(url: str, session_id: str | None) -> Any:

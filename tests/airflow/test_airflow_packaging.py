@@ -34,3 +34,21 @@ def test_zip_is_cached_and_rebuilt_when_content_changes(tmp_path):
     before = content_hash([module], root)
     module.write_text("x = 2\n")
     assert content_hash([module], root) != before
+
+
+def test_zip_carries_each_modules_bytecode_which_python_imports(tmp_path):
+    """Python writes no bytecode cache for a zip's modules: without the .pyc beside each
+    .py every Spark worker would compile the package from source again."""
+    import subprocess
+    import sys
+
+    path = build_py_files_zip(tmp_path)
+    names = set(zipfile.ZipFile(path).namelist())
+    sources = {n for n in names if n.endswith(".py")}
+    assert sources and {n + "c" for n in sources} <= names
+    code = ("import os, sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+            "sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or '.', 'airflow_provider_paimon'))]; "
+            f"sys.path.insert(0, {path!r}); "
+            "import airflow_provider_paimon.spark.datasource.writer as w; print(w.__file__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == f"{path}/airflow_provider_paimon/spark/datasource/writer.pyc"

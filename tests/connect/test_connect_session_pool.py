@@ -74,7 +74,24 @@ def test_two_jobs_in_a_row_share_one_server_session_and_not_their_state(connect_
     state = _state(pool, 0)
     assert state["session_id"] == first and state["generation"] == 1 and state["in_use"] is False
     # the server's conf values are not written on this host (they may hold storage keys)
+    assert set(state) == {"session_id", "generation", "server_session", "package", "in_use"}
     assert app_id not in (pool.folder() / "slot-0.json").read_text()
+
+
+def test_a_job_that_stops_its_session_leaves_a_working_one_for_the_next(connect_server, pool):
+    """A user's job may end with ``spark.stop()``: a pooled session's server side stays
+    (the lease's client does not release it), its lease still cleans it, and the next
+    task gets it, working."""
+    url = connect_server.url
+    with remote_job_session(url, {}, pool) as spark:
+        first = spark.session_id
+        spark.conf.set("spark.paimon.test.stopped", "left by a job that stopped its session")
+        spark.stop()
+    assert not _session_closed(url, first)
+    with remote_job_session(url, {}, pool) as spark:
+        assert spark.session_id == first
+        assert spark.conf.get("spark.paimon.test.stopped", None) is None
+        assert spark.range(3).count() == 3
 
 
 def test_a_failed_job_is_cleaned_up_and_its_session_kept(connect_server, pool):
@@ -159,6 +176,64 @@ def test_a_task_killed_while_holding_a_slot_does_not_block_the_next(connect_serv
         assert lease.session.session_id != killed and lease.generation == 2
         assert lease.session.conf.get("spark.paimon.test.killed", None) is None
     assert _session_closed(url, killed)  # released: whatever it left running is interrupted
+
+
+HOLDER = textwrap.dedent("""
+    import pathlib, sys, time
+    from airflow_provider_paimon.spark.connect_pool import SessionPool, leased_session
+    url, folder, ready, release = sys.argv[1:5]
+    with leased_session(url, SessionPool("tests", 2, folder)) as lease:
+        lease.session.range(1).count()
+        pathlib.Path(ready).write_text(f"{lease.slot} {lease.session.session_id}")
+        deadline = time.monotonic() + 300
+        while not pathlib.Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+""")
+
+
+def test_two_processes_leasing_at_once_get_different_sessions(connect_server, tmp_path):
+    """Two task processes on one host: the slot one holds is locked for the other, which
+    takes the next slot and its own server session; both end their leases normally."""
+    url = connect_server.url
+    pool = SessionPool("tests", 2, str(tmp_path / "slots"))
+    ready, release = tmp_path / "ready", tmp_path / "release"
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, url, str(pool.folder().parent), str(ready), str(release)],
+                             env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not ready.exists() or not ready.read_text():
+            assert child.poll() is None, child.stderr.read().decode()[-3000:] if child.stderr else ""
+            assert time.monotonic() < deadline, "the child never leased its slot"
+            time.sleep(0.2)
+        child_slot, child_session = ready.read_text().split()
+        with leased_session(url, pool) as lease:
+            assert (int(child_slot), lease.slot) == (0, 1)
+            assert lease.session.session_id != child_session
+            assert lease.session.range(2).count() == 2
+        release.touch()
+        assert child.wait(timeout=120) == 0, child.stderr.read().decode()[-3000:] if child.stderr else ""
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert _state(pool, 0)["session_id"] == child_session and _state(pool, 0)["in_use"] is False
+    assert _state(pool, 1)["in_use"] is False
+    assert not _session_closed(url, child_session)  # kept for the next task
+
+
+def test_a_restarted_server_is_noticed_and_the_session_replaced(connect_server, pool):
+    """A restarted server makes a new, cold session of an old session id; its own id of
+    the session differs from the one the slot noted (here: as if the server had restarted)."""
+    url = connect_server.url
+    with leased_session(url, pool) as lease:
+        first = lease.session.session_id
+    state = _state(pool, 0)
+    state["server_session"] = "00000000-0000-0000-0000-000000000000"
+    (pool.folder() / "slot-0.json").write_text(json.dumps(state))
+    with leased_session(url, pool) as lease:
+        assert lease.session.session_id != first and lease.generation == 2 and not lease.reused
+    assert _state(pool, 0)["server_session"] not in (None, state["server_session"])
 
 
 def test_a_changed_package_gets_a_new_session(connect_server, pool, monkeypatch):
