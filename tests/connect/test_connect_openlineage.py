@@ -15,7 +15,7 @@ import os
 
 import pytest
 from olspec import LineageReceiver, validate_event
-from support.lineage_capture import wait_until
+from support.lineage_capture import configured, wait_until
 from test_connect_datasource import events, read, snapshot_ids, write
 
 from airflow_provider_paimon.lineage.store import LineageStore
@@ -30,18 +30,15 @@ def connect_capture(spark, conf: dict[str, str]):
     from airflow_provider_paimon.spark import register
     from airflow_provider_paimon.spark.lineage.capture import active_capture
 
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    register(spark)
-    capture = active_capture(spark)
-    assert capture is not None and type(capture).__name__ == "ConnectCapture"
-    try:
-        yield capture
-    finally:
-        capture.close()
-        for key in conf:
-            spark.conf.unset(key)
+    with configured(spark, conf):
         register(spark)
+        capture = active_capture(spark)
+        assert capture is not None and type(capture).__name__ == "ConnectCapture"
+        try:
+            yield capture
+        finally:
+            capture.close()
+    register(spark)
 
 
 def _by_type(received, kind):

@@ -152,22 +152,27 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _leasing_child(script: str, args: list[str], ready, **popen) -> subprocess.Popen:
+    """A task process running ``script``; returns once it wrote ``ready`` (its lease)."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", script, *args], env=env, stderr=subprocess.PIPE, **popen)
+    deadline = time.monotonic() + 240
+    while not ready.exists() or not ready.read_text():
+        if child.poll() is not None or time.monotonic() > deadline:
+            child.kill()
+            detail = child.stderr.read().decode()[-3000:] if child.stderr and child.poll() is not None else ""
+            raise AssertionError(f"the child never leased its slot: {detail}")
+        time.sleep(0.2)
+    return child
+
+
 def test_a_task_killed_while_holding_a_slot_does_not_block_the_next(connect_server, tmp_path):
     url = connect_server.url
     pool = SessionPool("tests", 1, str(tmp_path / "slots"))
     ready = tmp_path / "ready"
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, url, str(pool.folder().parent), str(ready)],
-                             env=env, start_new_session=True, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 240
-        while not ready.exists() or not ready.read_text():
-            assert child.poll() is None, child.stderr.read().decode()[-3000:] if child.stderr else ""
-            assert time.monotonic() < deadline, "the child never leased its slot"
-            time.sleep(0.2)
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
+    child = _leasing_child(CHILD, [url, str(pool.folder().parent), str(ready)], ready, start_new_session=True)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(timeout=60)
     killed = ready.read_text()
     started = time.monotonic()
     with leased_session(url, pool) as lease:
@@ -197,15 +202,8 @@ def test_two_processes_leasing_at_once_get_different_sessions(connect_server, tm
     url = connect_server.url
     pool = SessionPool("tests", 2, str(tmp_path / "slots"))
     ready, release = tmp_path / "ready", tmp_path / "release"
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, url, str(pool.folder().parent), str(ready), str(release)],
-                             env=env, stderr=subprocess.PIPE)
+    child = _leasing_child(HOLDER, [url, str(pool.folder().parent), str(ready), str(release)], ready)
     try:
-        deadline = time.monotonic() + 240
-        while not ready.exists() or not ready.read_text():
-            assert child.poll() is None, child.stderr.read().decode()[-3000:] if child.stderr else ""
-            assert time.monotonic() < deadline, "the child never leased its slot"
-            time.sleep(0.2)
         child_slot, child_session = ready.read_text().split()
         with leased_session(url, pool) as lease:
             assert (int(child_slot), lease.slot) == (0, 1)
