@@ -11,13 +11,14 @@ some checkout, and a server that silently ran that checkout's code would test no
 ``register(spark)`` ships the client's package with ``spark.addArtifacts``, as it must on
 a real server that does not have it installed.
 
-Its Python worker daemons preload the ``paimon`` source's libraries (``preload``, default
-``"all"``), as docs/connect.md tells a server admin: the package's
+Its Python worker daemons can preload the ``paimon`` source's libraries (``preload``,
+default ``"none"``: Spark's own daemons, as a server nobody tuned; ``"all"`` for
+tests/connect/test_worker_preload.py's own server), as docs/connect.md tells a server admin: the package's
 ``spark/worker_preload.py`` copied onto the workers' path as ``paimon_worker_preload``
 (never the package itself), named by ``spark.python.daemon.module`` (the tasks' daemons)
 and called from the workers' ``sitecustomize`` (the planner's ``pyspark.daemon``s).
-``"tasks"``: the conf only; ``"none"``: Spark's own daemon. ``$PAIMON_TEST_CONNECT_PRELOAD``
-sets the default (to time the suite either way, or to see the preload tests fail).
+``"tasks"``: the conf only. ``$PAIMON_TEST_CONNECT_PRELOAD`` sets the default (to time
+the suite either way).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def start_connect_server(
 
     ``env_extra``: set in the server's environment (its Python workers inherit it).
     """
-    preload = preload or os.environ.get(PRELOAD_ENV) or "all"
+    preload = preload or os.environ.get(PRELOAD_ENV) or "none"
     if preload not in PRELOAD_MODES:
         raise ValueError(f"preload is {preload!r}: one of {', '.join(PRELOAD_MODES)}")
     workdir = tempfile.mkdtemp(prefix="paimon-connect-server-")

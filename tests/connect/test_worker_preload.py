@@ -1,8 +1,10 @@
 """Worker daemons that preload the ``paimon`` source's libraries (``spark/worker_preload.py``).
 
-The suite's Connect server runs it as a server admin would (``tests/connect_server.py``):
-``spark.python.daemon.module`` for the tasks' workers, the ``sitecustomize`` hook for the
-planner's ``pyspark.daemon``s. These tests check what a worker has in ``sys.modules``
+A Connect server of this module's own runs it as a server admin would
+(``tests/connect_server.py``, ``preload="all"``): ``spark.python.daemon.module`` for the
+tasks' workers, the ``sitecustomize`` hook for the planner's ``pyspark.daemon``s. (The
+suite's shared server runs Spark's own daemons: a preloading daemon holds ~84 MB more,
+and the suite's sessions leave many daemons behind.) These tests check what a worker has in ``sys.modules``
 when it starts, never timings (benchmarks/worker_preload.py has the figures), and that a
 daemon whose preload list names a missing library still serves its workers.
 """
@@ -28,6 +30,16 @@ from airflow_provider_paimon.spark import worker_preload
 HEAVY = ["polars", "pypaimon.catalog.catalog_factory", "pyarrow.dataset", "sqlalchemy"]
 
 
+@pytest.fixture(scope="module")
+def preloading_server():
+    """A Connect server whose worker daemons preload (stopped after this module)."""
+    from connect_server import start_connect_server
+
+    server = start_connect_server(preload="all")
+    yield server
+    server.stop()
+
+
 def _fresh_session(url: str):
     """A new server session: its own daemons and workers (none started by other tests)."""
     from pyspark.sql.connect.session import SparkSession
@@ -35,7 +47,7 @@ def _fresh_session(url: str):
     return SparkSession.builder.remote(url).create()
 
 
-def test_a_new_sessions_task_workers_start_with_the_libraries_imported(connect_server):
+def test_a_new_sessions_task_workers_start_with_the_libraries_imported(preloading_server):
     from pyspark.sql.functions import udf
 
     names = list(HEAVY)
@@ -50,7 +62,7 @@ def test_a_new_sessions_task_workers_start_with_the_libraries_imported(connect_s
                            "package": "airflow_provider_paimon" in sys.modules,
                            "daemon": [a.decode() for a in daemon if a][1:]})
 
-    spark = _fresh_session(connect_server.url)
+    spark = _fresh_session(preloading_server.url)
     try:
         seen = json.loads(spark.range(1).select(udf(probe, "string")("id")).collect()[0][0])
     finally:
@@ -60,7 +72,7 @@ def test_a_new_sessions_task_workers_start_with_the_libraries_imported(connect_s
     assert seen["package"] is False  # the client's shipped version is what workers import
 
 
-def test_the_planners_workers_start_with_the_libraries_imported_too(connect_server):
+def test_the_planners_workers_start_with_the_libraries_imported_too(preloading_server):
     """The data source's planning runs in workers of ``pyspark.daemon`` (Spark gives them
     no daemon module): the startup hook preloads there. A source of the test's own
     reports, from its planning worker (``partitions``), what that worker had loaded."""
@@ -92,7 +104,7 @@ def test_the_planners_workers_start_with_the_libraries_imported_too(connect_serv
         def reader(self, schema):
             return ProbeReader()
 
-    spark = _fresh_session(connect_server.url)
+    spark = _fresh_session(preloading_server.url)
     try:
         spark.dataSource.register(ProbeSource)
         seen = json.loads(spark.read.format("preload_probe").load().collect()[0][0])
