@@ -209,6 +209,9 @@ def test_carried_settings_come_from_the_conf_or_the_client_environment():
     assert from_env["conf"]["spark.paimon.openlineage.transport.url"] == "http://h:5000"
     assert from_env["conf"]["spark.paimon.openlineage.transport.apiKey"] == API_KEY
     assert from_env["conf"]["spark.paimon.openlineage.namespace"] == "ns"
+    both = carried_settings({**conf, "spark.openlineage.namespace": "from-conf"}, "job", None,
+                            environ={"OPENLINEAGE_NAMESPACE": "from-env"})
+    assert both["conf"]["spark.paimon.openlineage.namespace"] == "from-conf"  # as the client resolved it
     disabled = carried_settings(conf, "job", None, environ={"OPENLINEAGE_DISABLED": "true"})
     assert disabled == {}
     assert API_KEY not in repr(_options_with(from_env))

@@ -90,7 +90,8 @@ def carried_settings(
             if env.get(env_key):
                 carried[key] = env[env_key]
     if env.get("OPENLINEAGE_NAMESPACE") and not carried.get(KEY_NAMESPACE):
-        carried.setdefault(KEY_NAMESPACE, env["OPENLINEAGE_NAMESPACE"])
+        # the namespace the client resolved (spark.openlineage.namespace wins over the env)
+        carried[KEY_NAMESPACE] = settings.job_namespace
     carried[KEY_ASYNC] = "false"  # a worker sends before its commit returns
     return {
         "conf": carried,
