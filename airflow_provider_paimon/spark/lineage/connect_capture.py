@@ -91,10 +91,13 @@ class ConnectCapture:
 
 def enable(spark: Any, config: CaptureConfig, conf: dict[str, str]) -> ConnectCapture:
     """Capture on Connect session ``spark``; idempotent (the running capture is returned)."""
-    openlineage = carried_settings(conf, config.job, getattr(spark, "version", None))
-    capture, new = connect_state.get_or_add(spark, lambda: ConnectCapture(spark, config, openlineage))
+    capture, new = connect_state.get_or_add(
+        spark,  # the settings are resolved once, for a new capture (register(spark) calls this again)
+        lambda: ConnectCapture(spark, config, carried_settings(conf, config.job, getattr(spark, "version", None))),
+    )
     if not new:
         return capture
+    openlineage = capture.openlineage
     if not config.store and not openlineage:
         log.warning(
             "lineage capture on Spark Connect: no store and no OpenLineage transport the "
