@@ -9,8 +9,9 @@ driver-side commit (writes) and the driver-side split planning (reads). It calls
 2. listeners named by the option ``event-listeners`` (``"pkg.module:function,..."``)
    or the environment variable ``PAIMON_SPARK_EVENT_LISTENERS``, imported in the
    process that commits; and
-3. the JSON-lines file named by the option ``event-log`` (or the environment
-   variable ``PAIMON_SPARK_EVENT_LOG``), one event per line.
+3. the JSON-lines file named by the option ``event-log`` (else the session's lineage
+   capture's, ``lineage.routing_state``, else the environment variable
+   ``PAIMON_SPARK_EVENT_LOG``), one event per line.
 
 Why 2 and 3: Spark runs a Python data source's planning and commit in a Python
 worker process that Spark starts on the driver host, not in the notebook's or job
@@ -160,7 +161,8 @@ def publish_for(opts: PaimonOptions, event_type: type[E], **fields: Any) -> E:
         branch=opts.branch_name,
         **fields,
     )
-    publish(event, opts.event_listeners, opts.event_log)
+    # the option, else the session's capture (its routing, carried by the registered class)
+    publish(event, opts.event_listeners, opts.event_log or opts.capture_routing.get(EVENT_LOG_ENV))
     return event
 
 

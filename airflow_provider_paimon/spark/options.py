@@ -204,6 +204,9 @@ class PaimonOptions:
     # a Spark Connect capture's OpenLineage settings (``lineage.connect_openlineage``);
     # may hold an API key
     openlineage: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # a classic session's capture: event log, session descriptor, store check file, keyed
+    # by their variables' names (``lineage.routing_state``; no secret)
+    capture_routing: dict[str, str] = field(default_factory=dict, compare=False)
     # branch redirect (spark/branch/redirect.py): the conf key that chose ``branch``, and
     # whether the redirects were resolved at all (tasks then re-check them)
     redirect_key: str | None = None

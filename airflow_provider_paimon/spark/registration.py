@@ -9,9 +9,9 @@ option-driven lineage: ``lineage/direct.py``) and the snapshot properties of its
 commits (the Airflow run and Spark app id: ``paimon/commit_properties.py``).
 
 ``register(spark)`` calls it, and so does lineage capture when it re-registers the
-source after changing the workers' environment (``lineage/worker_routing.py``). Its
+source to point the workers at itself (``lineage/worker_routing.py``). Its
 own module because it is the one place that ties the data source, the redirects and
-the lineage session together: the data source and the redirects then import each
+the lineage session and the capture's routing together: the data source and the redirects then import each
 other in one direction only.
 """
 
@@ -29,6 +29,7 @@ from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from .branch.redirect import parse_redirects, session_entries
 from .lineage.connect_state import lineage_defaults, openlineage_settings
 from .lineage.direct import session_info
+from .lineage.routing_state import capture_routing
 from .session_info import app_id, is_connect, session_key
 
 __all__ = ["forget_published", "register_data_source"]
@@ -61,9 +62,10 @@ def register_data_source(spark: Any) -> None:
     properties = commit_properties(spark_app_id=app_id(spark))
     defaults = lineage_defaults(spark)  # a Connect session's capture: recorded at commit
     openlineage = openlineage_settings(spark)  # ... and its OpenLineage events, sent at commit
+    routing = capture_routing(spark)  # a classic session's capture: where workers report
     carry = is_connect(spark)  # streaming runners of Connect need the package inside
     cls = PaimonDataSource
-    if raw or lineage or properties or defaults or openlineage or carry:
+    if raw or lineage or properties or defaults or openlineage or routing or carry:
         cls = cast(type[PaimonDataSource], type(  # a subclass, made at run time
             "PaimonDataSource",
             (PaimonDataSource,),
@@ -73,6 +75,7 @@ def register_data_source(spark: Any) -> None:
                 "commit_properties": properties,
                 "lineage_defaults": defaults,
                 "openlineage_session": openlineage,
+                "capture_routing": routing,
                 "carry_package": carry,
                 "__module__": PaimonDataSource.__module__,
             },

@@ -133,14 +133,6 @@ def worker_environment(spark: Any) -> dict[str, str]:
         return {}
 
 
-def mutable_worker_environment(spark: Any) -> dict[str, str] | None:
-    """``sc.environment`` itself (to route variables to the workers); None on Connect."""
-    if is_connect(spark):
-        return None
-    env: dict[str, str] = classic_context(spark).environment
-    return env
-
-
 _shipped: dict[Hashable, str] = {}
 
 

@@ -26,8 +26,56 @@ from airflow_provider_paimon.lineage.store import LineageStore
 from airflow_provider_paimon.spark import commit_events
 from airflow_provider_paimon.spark.lineage.capture import enable_lineage_capture
 from airflow_provider_paimon.spark.lineage.guard import PRECOMMIT_ENV
+from airflow_provider_paimon.spark.lineage.routing_state import capture_routing
 
 pytestmark = pytest.mark.spark
+
+
+def _worker_daemons(spark) -> set[int]:
+    """The pids of the Python worker daemons the session's (local) JVM runs."""
+    import psutil
+
+    jvm = [p for p in psutil.Process().children(recursive=True) if p.name() == "java"]
+    pids = set()
+    for proc in jvm:
+        for child in proc.children():
+            with contextlib.suppress(psutil.Error):
+                if "pyspark.daemon" in child.cmdline():
+                    pids.add(child.pid)
+    return pids
+
+
+def test_captures_reuse_the_sessions_worker_daemons(spark, warehouse, tmp_path):
+    """A capture changes neither the workers' environment nor their daemons: a session
+    that captures job after job (pooled, long-lived) keeps one set of Python worker
+    daemons. (Routed through sc.environment, each capture started a new daemon for
+    every kind of work, ~60 MB each, that never stopped.) Its workers still report to
+    the capture that runs: each job's commit is recorded under its own name."""
+    catalog = make_tables(warehouse, "db.src", "db.dst")
+    append(catalog, "db.src", range(3))
+    url = f"sqlite:///{tmp_path / 'lineage.sqlite'}"
+    environment = dict(spark.sparkContext.environment)
+    daemons = None
+    for job in ("job.warm", "job.a", "job.b"):
+        with configured(spark, capture_conf(url, job, tmp_path / "spool")):
+            capture = enable_lineage_capture(spark, force=True)
+            try:
+                assert dict(spark.sparkContext.environment) == environment
+                assert capture_routing(spark)[commit_events.EVENT_LOG_ENV] == capture.event_log
+                spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.src").load() \
+                    .write.format("paimon").option("warehouse", warehouse).option("table", "db.dst") \
+                    .mode("append").save()
+            finally:
+                capture.close()
+        assert capture_routing(spark) == {}
+        if daemons is None:
+            daemons = _worker_daemons(spark)  # the first job starts what reads and writes need
+            assert daemons, "no pyspark daemon found under the session's JVM"
+        else:
+            assert _worker_daemons(spark) <= daemons, f"{job} started new worker daemons"
+    with LineageStore.from_url(url) as store:
+        for job in ("job.warm", "job.a", "job.b"):
+            assert [r.table for r in store.sink_data_lineages(job=job)] == ["dst"]
 
 
 
@@ -47,7 +95,7 @@ def test_batch_job_lineage_and_openlineage(spark, warehouse, tmp_path):
         finally:
             capture.close()
         assert os.environ.get(commit_events.EVENT_LOG_ENV) is None
-        assert commit_events.EVENT_LOG_ENV not in spark.sparkContext.environment
+        assert capture_routing(spark) == {}
         events = receiver.wait_for(2)
 
     with LineageStore.from_url(url) as store:
@@ -114,7 +162,7 @@ def test_streaming_lineage_per_micro_batch_on_a_branch_and_replay(spark, warehou
     ):
         capture = enable_lineage_capture(spark, force=False)
         try:
-            assert PRECOMMIT_ENV not in spark.sparkContext.environment  # buffer: no check
+            assert PRECOMMIT_ENV not in capture_routing(spark)  # buffer: no check
             # batch 0: src snapshots 1..2 -> dst$branch_fix snapshot 2;
             # batch 1: src snapshot 3 -> dst$branch_fix snapshot 3
             run_available_now()
@@ -239,7 +287,7 @@ def test_fail_policy_stops_a_micro_batch_before_its_commit_while_mariadb_is_down
         ):
             capture = enable_lineage_capture(spark, force=False)
             try:
-                assert PRECOMMIT_ENV in spark.sparkContext.environment
+                assert PRECOMMIT_ENV in capture_routing(spark)
                 check_file = capture.check_file
                 assert os.stat(check_file).st_mode & 0o777 == 0o600
                 assert run_available_now().exception() is None  # batch 0: src 1 -> dst 1
@@ -262,7 +310,7 @@ def test_fail_policy_stops_a_micro_batch_before_its_commit_while_mariadb_is_down
             finally:
                 capture.close()
             assert not os.path.exists(check_file)  # the address (and password) is removed
-            assert PRECOMMIT_ENV not in spark.sparkContext.environment
+            assert PRECOMMIT_ENV not in capture_routing(spark)
     finally:
         proxy.down()
         with admin.begin() as conn:
@@ -275,3 +323,22 @@ def test_fail_policy_stops_a_micro_batch_before_its_commit_while_mariadb_is_down
     ids = spark.read.format("paimon").option("warehouse", warehouse).option("table", "db.dst").load()
     assert sorted(r.id for r in ids.collect()) == list(range(6))  # each row exactly once
     assert _data_files(dst.table_path) == _live_files(dst)
+
+
+def test_routing_of_nested_captures(spark):
+    """A capture opened inside another and closed first gives the outer one its workers
+    back; the outer one closed while a newer one routes leaves the newer one alone."""
+    from airflow_provider_paimon.spark.lineage.routing_state import clear_route, set_route
+
+    outer, inner = {"PAIMON_SPARK_EVENT_LOG": "/spool/outer"}, {"PAIMON_SPARK_EVENT_LOG": "/spool/inner"}
+    assert set_route(spark, outer) is None
+    try:
+        assert set_route(spark, inner) == outer
+        assert capture_routing(spark) == inner
+        assert clear_route(spark, inner, outer) and capture_routing(spark) == outer
+        newer = {"PAIMON_SPARK_EVENT_LOG": "/spool/newer"}
+        set_route(spark, newer)
+        assert not clear_route(spark, outer, None) and capture_routing(spark) == newer
+        assert clear_route(spark, newer, None)
+    finally:
+        assert capture_routing(spark) == {}

@@ -50,7 +50,8 @@ from airflow_provider_paimon.paimon.names import (
 
 from ..lineage.connect_state import lineage_defaults, openlineage_settings
 from ..lineage.direct import check_session, session_info
-from ..session_info import spark_conf, worker_environment
+from ..lineage.routing_state import capture_routing, routed_environment
+from ..session_info import spark_conf
 
 if TYPE_CHECKING:
     from ..options import PaimonOptions
@@ -230,10 +231,14 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
     if defaults and not has_lineage_proposal_options(opts.raw):
         opts = parse_options({**defaults, **opts.raw})
     resolved = apply(opts, session_entries(session), what=what)
-    check_session(resolved, worker_environment(session))  # options and the capture must agree
-    return dataclasses.replace(
-        resolved, lineage_session=session_info(session), openlineage=openlineage_settings(session)
+    resolved = dataclasses.replace(
+        resolved,
+        lineage_session=session_info(session),
+        openlineage=openlineage_settings(session),
+        capture_routing=capture_routing(session),
     )
+    check_session(resolved, routed_environment(session))  # options and the capture must agree
+    return resolved
 
 
 def active_session() -> Any:

@@ -48,6 +48,9 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
     #: a Spark Connect session capture's OpenLineage settings, for the events each commit
     #: sends (``lineage.connect_openlineage``); may hold an API key, travels like the above
     openlineage_session: dict[str, Any] = {}  # noqa: RUF012 - read only
+    #: a classic session's capture: its event log, what it records and its store check
+    #: file (``lineage.routing_state``; paths and a descriptor, no secret)
+    capture_routing: dict[str, str] = {}  # noqa: RUF012 - read only
     #: ``carry_package`` (``CarriedOnConnect``) is set on the class registered on a Spark
     #: Connect session: streaming runners there do not get the session's artifacts
 
@@ -66,11 +69,14 @@ class PaimonDataSource(CarriedOnConnect, DataSource):
         given = dict(self.options)
         if self.lineage_defaults and not _asks_lineage(given):
             given = {**self.lineage_defaults, **given}
-        opts = apply(parse_options(given), self.branch_redirects, what=what)
-        check_session(opts)  # options and the session's capture must agree
-        return dataclasses.replace(
-            opts, lineage_session=dict(self.lineage_session), openlineage=dict(self.openlineage_session)
+        opts = dataclasses.replace(
+            apply(parse_options(given), self.branch_redirects, what=what),
+            lineage_session=dict(self.lineage_session),
+            openlineage=dict(self.openlineage_session),
+            capture_routing=dict(self.capture_routing),
         )
+        check_session(opts)  # options and the session's capture must agree
+        return opts
 
     def schema(self) -> StructType:
         """The table's schema (at the time-travel snapshot), or the ``columns`` subset;

@@ -369,7 +369,7 @@ class PaimonStreamWriter(CarriedOnConnect, DataSourceStreamArrowWriter):
         opts = self.plan.opts
         try:
             what = f"micro-batch {batch_id} of {opts.table} (branch {opts.branch_name})"
-            check_before_commit(what)
+            check_before_commit(what, opts.capture_routing)
             lineage_direct.check_store_before_commit(opts, what)
         except LineageStoreUnreachableError:
             _delete_files(table, self.commit_user, task_messages)

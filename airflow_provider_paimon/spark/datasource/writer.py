@@ -191,7 +191,9 @@ class PaimonWriter(DataSourceArrowWriter):
     # -- driver ---------------------------------------------------------------
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        lineage_guard.check_before_commit(f"the write to {self.plan.opts.table}")  # fail policy
+        lineage_guard.check_before_commit(  # fail policy
+            f"the write to {self.plan.opts.table}", self.plan.opts.capture_routing
+        )
         lineage_direct.check_store_before_commit(self.plan.opts, f"the write to {self.plan.opts.table}")
         task_messages = task_messages_of(messages)
         row_count = sum(m.row_count for m in messages if isinstance(m, TaskCommit))

@@ -13,9 +13,9 @@ it, see ``config``) records, for the job (the Spark app name by default):
 How the facts reach the driver. The data source plans reads and commits writes in
 Python worker processes that Spark starts on the driver host, and publishes each scan
 and commit there (``commit_events``). The capture points those workers at a per-run
-event log (``worker_routing``: the ``PAIMON_SPARK_EVENT_LOG`` variable, set through
-``sc.environment`` and a re-registration of the data source, which is how Spark passes
-environment to them), and reads it here (``event_log``):
+event log (``worker_routing``: carried inside the class the session registers, which
+Spark pickles into every worker; ``routing_state`` says why not their environment),
+and reads it here (``event_log``):
 
 * batch jobs: a background thread picks up each commit and pairs it with the scans
   planned since the previous commit;
@@ -29,8 +29,8 @@ environment to them), and reads it here (``event_log``):
   options) or the source's scan event.
 
 With ``onStoreFailure=fail`` the capture also has the sinks check the store before
-each commit (``guard``: a 0600 file with the store's address, named by
-``PAIMON_LINEAGE_PRECOMMIT_CHECK`` in the workers' environment).
+each commit (``guard``: a 0600 file with the store's address, named in the routing
+under ``PAIMON_LINEAGE_PRECOMMIT_CHECK``).
 
 A COMPACT commit is not a data change and is not a sink snapshot. A replayed
 micro-batch publishes the snapshot its first attempt committed, so re-recording it

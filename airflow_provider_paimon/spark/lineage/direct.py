@@ -9,8 +9,9 @@ asks for lineage of that table, in the store its options name. Two cases:
   its store. The options must then agree with it: a read or write whose options name
   another store, another ``lineage-meta`` or other flags fails when it is planned,
   before any data moves (``check_session``), instead of recording somewhere else.
-  The capture tells the data source's workers what it records in the environment
-  variable ``PAIMON_LINEAGE_SESSION`` (no password: the URL is masked).
+  The capture tells the data source's workers what it records under
+  ``PAIMON_LINEAGE_SESSION`` in its routing (``routing_state``; no password: the URL
+  is masked).
 * **No capture**: the data source records what it knows itself, in the Python worker
   where Spark plans the read or commits the write (``on_scan``, ``on_commit``). A scan
   records its table lineage at once and leaves the snapshot it read in a small
@@ -90,8 +91,18 @@ def _store_key(url: Any, database: str, meta: str) -> str:
     return json.dumps([meta, *[str(p) for p in store_identity(parsed, database)]])
 
 
-def _session(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    raw = (os.environ if environ is None else environ).get(SESSION_ENV)
+def _routing(opts: Any, environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    """Where to look for the session's capture: ``environ`` when given (the driver's
+    view, ``routing_state.routed_environment``), else this process's environment with
+    the routing the options carry from the registered class on top (a worker)."""
+    if environ is not None:
+        return environ
+    routing = getattr(opts, "capture_routing", None) or {}
+    return {**os.environ, **routing} if routing else os.environ
+
+
+def _session(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    raw = environ.get(SESSION_ENV)
     if not raw:
         return None
     try:
@@ -103,7 +114,7 @@ def _session(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
 def check_session(opts: Any, environ: Mapping[str, str] | None = None) -> None:
     """Refuse options whose lineage settings contradict the session's capture."""
     settings = getattr(opts, "lineage", None)
-    session = _session(environ)
+    session = _session(_routing(opts, environ))
     if settings is None or session is None or session.get("openlineage_only"):
         return
     problems = []
@@ -130,7 +141,7 @@ def check_session(opts: Any, environ: Mapping[str, str] | None = None) -> None:
 
 def direct(opts: Any, environ: Mapping[str, str] | None = None) -> bool:
     """Whether the data source records this read/write itself (options on, no capture)."""
-    env = os.environ if environ is None else environ
+    env = _routing(opts, environ)
     settings = getattr(opts, "lineage", None)
     if settings is None or not settings.enabled:
         return False
@@ -207,8 +218,8 @@ def on_scan(opts: Any, snapshot_id: int | None, environ: Mapping[str, str] | Non
             identity: Mapping[str, Any] | None = None) -> None:
     """A planned read: its table lineage now, its snapshot for the job's next commit.
 
-    ``environ``: where to look for a running capture (default: this process's
-    environment, which is the session's in a data source worker). ``identity``: the
+    ``environ``: where to look for a running capture (default: what a data source
+    worker sees, ``_routing``). ``identity``: the
     scanned snapshot's identity fields (``commit_events.identity_fields``).
     """
     store = direct(opts, environ)

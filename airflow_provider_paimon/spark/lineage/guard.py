@@ -13,9 +13,10 @@ Sinks commit in a Python worker process that Spark starts on the driver host, wh
 knows neither the Spark conf nor the capture. The capture (policy ``fail`` only)
 writes the store's address to a small file readable by its owner only (the URL may
 hold a password, which must not travel in the environment to every executor) in the
-job's spool folder, and names that file in the variable ``PAIMON_LINEAGE_PRECOMMIT_CHECK``,
-given to the workers through ``sc.environment`` exactly like the event log. No
-variable (``buffer``, or no capture): no check, nothing changes.
+job's spool folder, and names that file under ``PAIMON_LINEAGE_PRECOMMIT_CHECK`` in
+its routing, given to the workers inside the registered class exactly like the event
+log (``routing_state``). No file named (``buffer``, or no capture): no check, nothing
+changes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_paimon.paimon.secrets import mask_url
@@ -64,13 +66,15 @@ def remove_check_file(path: str) -> None:
         os.remove(path)
 
 
-def check_before_commit(what: str) -> None:
+def check_before_commit(what: str, routing: Mapping[str, str] | None = None) -> None:
     """Raise ``LineageStoreUnreachableError`` if the capture's store is down (policy ``fail``).
 
-    ``what`` names the commit for the message (e.g. ``"micro-batch 3 of db.dst"``).
-    A no-op unless the capture asked for the check (``PAIMON_LINEAGE_PRECOMMIT_CHECK``).
+    ``what`` names the commit for the message (e.g. ``"micro-batch 3 of db.dst"``);
+    ``routing`` is what the options carry from the session's capture
+    (``PaimonOptions.capture_routing``). A no-op unless the capture asked for the check
+    (``PAIMON_LINEAGE_PRECOMMIT_CHECK`` there, or in this process's environment).
     """
-    path = os.environ.get(PRECOMMIT_ENV, "").strip()
+    path = ((routing or {}).get(PRECOMMIT_ENV) or os.environ.get(PRECOMMIT_ENV, "")).strip()
     if not path:
         return
     try:

@@ -1,9 +1,10 @@
 """Pointing the data source's Python workers at one capture.
 
-Spark passes environment to Python data source workers through ``sc.environment`` as
-it was when the data source was registered, so routing sets the variables (the event
-log, what this capture records, the pre-commit check file) and registers the source
-again; unrouting restores what was there before and registers it once more.
+The workers learn the capture's event log, what it records and its store check file
+from the class the session registers (``routing_state``): routing sets the session's
+routing and registers the source again; unrouting puts back what was there before and
+registers it once more. The session's worker environment is never changed (a new one
+would start a new set of Python worker daemons per capture).
 """
 
 from __future__ import annotations
@@ -12,26 +13,28 @@ import logging
 from typing import Any
 
 from .. import commit_events
-from ..session_info import classic_context
+from ..registration import register_data_source
 from .config import CaptureConfig
 from .direct import SESSION_ENV, session_descriptor
 from .guard import PRECOMMIT_ENV, remove_check_file, write_check_file
+from .routing_state import clear_route, set_route
 
 log = logging.getLogger(__name__)
 
 
 class WorkerRouting:
-    """The worker variables one capture sets on a session, and their undoing."""
+    """What one capture tells the session's workers, and its undoing."""
 
     def __init__(self, spark: Any, config: CaptureConfig, event_log: str, check_file: str | None) -> None:
         self.spark = spark
         self.config = config
         self.event_log = event_log
         self.check_file = check_file
-        self._previous_env: dict[str, str | None] = {}
+        self._previous: dict[str, str] | None = None
 
     def worker_env(self) -> dict[str, str]:
-        """What the data source's Python workers get: the event log, the store check."""
+        """What the data source's workers get: the event log, the store check, keyed by
+        the names of the variables that can also give them (``commit_events``, ``guard``)."""
         # what this capture records, so a read/write whose options say otherwise fails
         env = {commit_events.EVENT_LOG_ENV: self.event_log, SESSION_ENV: session_descriptor(self.config)}
         if self.check_file is not None:
@@ -44,36 +47,14 @@ class WorkerRouting:
 
             url = self.config.url or default_url()  # as the recorder resolved it, here
             write_check_file(self.check_file, url, self.config.database, self.config.job)
-        env = classic_context(self.spark).environment
-        for key, value in self.worker_env().items():
-            self._previous_env[key] = env.get(key)
-            env[key] = value
-        self._reregister()
+        self._previous = set_route(self.spark, self.worker_env())
+        register_data_source(self.spark)  # the workers see the routing in the class
 
     def unroute(self) -> None:
         if self.check_file is not None:
             remove_check_file(self.check_file)
         try:
-            env = classic_context(self.spark).environment
-            changed = False
-            for key, value in self.worker_env().items():
-                if env.get(key) != value:
-                    continue
-                previous = self._previous_env.get(key)
-                if previous is None:
-                    env.pop(key, None)
-                else:
-                    env[key] = previous
-                changed = True
-            if changed:
-                self._reregister()
+            if clear_route(self.spark, self.worker_env(), self._previous):
+                register_data_source(self.spark)
         except Exception:  # noqa: BLE001 - the session may be stopped already
             pass
-
-    def _reregister(self) -> None:
-        # The data source's Python function carries sc.environment as it was when it was
-        # registered; registering again is what makes the workers see the variable.
-        # (with the session's branch redirects, as ``register(spark)`` does)
-        from ..registration import register_data_source
-
-        register_data_source(self.spark)

@@ -33,7 +33,8 @@ from pyspark.sql.types import DataType, DoubleType, FloatType, StructType
 from ...paimon.fileops import local_path
 from ..datasource.reader import DEFAULT_PARTITION_TARGET_SIZE, PaimonReader, SplitGroup, pack_splits
 from ..lineage.direct import on_scan
-from ..session_info import default_parallelism, session_conf, worker_environment
+from ..lineage.routing_state import routed_environment
+from ..session_info import default_parallelism, session_conf
 from .plan import NativeGroup, ReadPlan, plan_for, read_options
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def read_table(
     plan = plan_for(opts, filter)
     log.info(plan.summary())
 
-    on_scan(opts, plan.snapshot_id, worker_environment(spark))  # option-driven lineage (no capture)
+    on_scan(opts, plan.snapshot_id, routed_environment(spark))  # option-driven lineage (no capture)
     df = dataframe_for(spark, plan)
     if plan.compiled_filter is not None:
         df = df.where(plan.compiled_filter.column())

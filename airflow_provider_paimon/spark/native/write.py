@@ -68,8 +68,9 @@ from ..datasource.write_setup import plan_write
 from ..datasource.writer import PaimonWriter, TaskCommit, WritePlan, check_rows_in_partition
 from ..lineage import guard as lineage_guard
 from ..lineage.direct import SESSION_ENV
+from ..lineage.routing_state import routed_environment
 from ..options import PaimonOptions, parse_options
-from ..session_info import session_conf, worker_environment
+from ..session_info import session_conf
 from .footers import Footer, footer_file_meta, read_footer
 
 log = logging.getLogger(__name__)
@@ -449,12 +450,12 @@ def _remove_stale_staging(file_io: Any, directory: str) -> None:
 def routed_events(spark: Any) -> Iterator[None]:
     """Give this (driver) process the lineage capture's event log and store check.
 
-    The capture routes them to the data source's Python workers through
-    ``sc.environment``; ``write_table`` commits in the driver's own process, so the
-    same variables are set here for the duration of the commit. (A Connect session has
-    no such environment to read: nothing is routed, its capture records in the commit.)
+    The capture routes them to the data source's Python workers inside the registered
+    class (``lineage.routing_state``); ``write_table`` commits in the driver's own
+    process, so the same names are set in its environment for the duration of the
+    commit. (A Connect session routes nothing: its capture records in the commit.)
     """
-    env = worker_environment(spark)
+    env = routed_environment(spark)
     added = []
 
     for key in (commit_events.EVENT_LOG_ENV, lineage_guard.PRECOMMIT_ENV, SESSION_ENV):
