@@ -30,7 +30,8 @@ class TcpProxy:
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
     def down(self) -> None:
-        listener, self._listener = self._listener, None
+        with self._lock:  # a connection accepted from now on is closed, not kept
+            listener, self._listener = self._listener, None
         if listener is not None:
             with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
@@ -54,6 +55,10 @@ class TcpProxy:
                 client.close()
                 continue
             with self._lock:
+                if self._listener is not listener:  # down() ran meanwhile: do not keep it
+                    client.close()
+                    upstream.close()
+                    continue
                 self._conns += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
