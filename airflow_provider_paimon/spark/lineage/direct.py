@@ -53,6 +53,7 @@ from .config import (
 )
 from .connect_openlineage import emit_commit
 from .recorder import LineageRecorder, TableAt
+from .routing_state import worker_view
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,7 @@ def _routing(opts: Any, environ: Mapping[str, str] | None) -> Mapping[str, str]:
     """Where to look for the session's capture: ``environ`` when given (the driver's
     view, ``routing_state.routed_environment``), else this process's environment with
     the routing the options carry from the registered class on top (a worker)."""
-    if environ is not None:
-        return environ
-    routing = getattr(opts, "capture_routing", None) or {}
-    return {**os.environ, **routing} if routing else os.environ
+    return environ if environ is not None else worker_view(getattr(opts, "capture_routing", None))
 
 
 def _session(environ: Mapping[str, str]) -> dict[str, Any] | None:

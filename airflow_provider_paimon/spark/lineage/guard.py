@@ -32,6 +32,7 @@ from typing import Any
 from airflow_provider_paimon.paimon.secrets import mask_url
 
 from .recorder import LineageCaptureError
+from .routing_state import worker_view
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def check_before_commit(what: str, routing: Mapping[str, str] | None = None) -> 
     (``PaimonOptions.capture_routing``). A no-op unless the capture asked for the check
     (``PAIMON_LINEAGE_PRECOMMIT_CHECK`` there, or in this process's environment).
     """
-    path = ((routing or {}).get(PRECOMMIT_ENV) or os.environ.get(PRECOMMIT_ENV, "")).strip()
+    path = worker_view(routing).get(PRECOMMIT_ENV, "").strip()
     if not path:
         return
     try:

@@ -22,6 +22,7 @@ never reaches a later context that happens to get the same id.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Mapping
@@ -29,7 +30,7 @@ from typing import Any
 
 from ..session_info import classic_context, is_connect, worker_environment
 
-__all__ = ["capture_routing", "clear_route", "routed_environment", "set_route"]
+__all__ = ["capture_routing", "clear_route", "routed_environment", "set_route", "worker_view"]
 
 _routes: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -75,6 +76,13 @@ def capture_routing(spark: Any) -> dict[str, str]:
         return {}
     with _lock:
         return dict(_routes.get(key, {}))
+
+
+def worker_view(routing: Mapping[str, str] | None) -> Mapping[str, str]:
+    """What a data source worker goes by: its own environment with the routing its
+    options carry (``PaimonOptions.capture_routing``) on top. The environment still
+    counts, so a variable a user set there (``PAIMON_SPARK_EVENT_LOG``) keeps working."""
+    return {**os.environ, **routing} if routing else os.environ
 
 
 def routed_environment(spark: Any) -> dict[str, str]:

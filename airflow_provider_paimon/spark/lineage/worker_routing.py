@@ -30,6 +30,7 @@ class WorkerRouting:
         self.config = config
         self.event_log = event_log
         self.check_file = check_file
+        self._routed: dict[str, str] | None = None  # what route() set, as unroute() finds it
         self._previous: dict[str, str] | None = None
 
     def worker_env(self) -> dict[str, str]:
@@ -47,14 +48,17 @@ class WorkerRouting:
 
             url = self.config.url or default_url()  # as the recorder resolved it, here
             write_check_file(self.check_file, url, self.config.database, self.config.job)
-        self._previous = set_route(self.spark, self.worker_env())
+        self._routed = self.worker_env()
+        self._previous = set_route(self.spark, self._routed)
         register_data_source(self.spark)  # the workers see the routing in the class
 
     def unroute(self) -> None:
         if self.check_file is not None:
             remove_check_file(self.check_file)
+        if self._routed is None:
+            return
         try:
-            if clear_route(self.spark, self.worker_env(), self._previous):
+            if clear_route(self.spark, self._routed, self._previous):
                 register_data_source(self.spark)
         except Exception:  # noqa: BLE001 - the session may be stopped already
             pass
