@@ -12,6 +12,11 @@ results, canonicalised so they compare with ``==``.
 
 Everything is drawn from ``random.Random(seed)``, so a failing case is replayed by
 its id alone.
+
+The table states the cases run on (``build_world``) and what each group of cases
+compares (``compare``) live here too, so that the tests and the measurement that sets
+their count (``benchmarks/differential_mutations.py``: how many cases catch each of a
+set of injected reader defects) run exactly the same thing.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 SCHEMA = (
@@ -342,3 +348,169 @@ def run_case(case: Case, spark: Any, ours: Any, reference: Any) -> tuple[list[An
         got.append(step(spark, ours))
         want.append(step(spark, reference))
     return got, want
+
+
+# -- the table states under test --------------------------------------------------------
+
+TABLE = "diff.t"
+PK_TABLE = "diff.pk"
+COMMIT_ROWS = 150
+
+
+def build_world(spark: Any, root: Path) -> dict[str, Any]:
+    """One warehouse under ``root`` and its Parquet twins: the states every group reads.
+
+    ``diff.t``: three commits partitioned by ``p, q`` with every type; tag ``two`` at
+    snapshot 2 and branch ``fix`` from it with rows of its own; ``diff.pk``: a
+    primary-key table upserted in three commits (expected: the last write per key);
+    ``diff.plain``: unpartitioned. All written through the ``paimon`` source.
+    """
+    from airflow_provider_paimon.paimon.branch import create_branch
+    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
+    from airflow_provider_paimon.paimon.tag import create_tag
+
+    wh = str(root / "warehouse")
+    rng = random.Random(20261124)
+
+    def write(rows: list[tuple], table: str, schema: str, branch: str | None = None, **opts: str) -> None:
+        writer = (
+            spark.createDataFrame(rows, schema).write.format("paimon").mode("append")
+            .option("warehouse", wh).option("table", table)
+        )
+        if branch:
+            writer = writer.option("branch", branch)
+        for key, value in opts.items():
+            writer = writer.option(key, value)
+        writer.save()
+
+    commits = [make_rows(rng, k * COMMIT_ROWS, COMMIT_ROWS) for k in range(3)]
+    parquet = []
+    for k, rows in enumerate(commits):
+        create = {"create-table": "true", "partition-keys": "p,q"} if k == 0 else {}
+        write(rows, TABLE, SCHEMA, **create)
+        path = str(root / f"parquet-{k}")
+        spark.createDataFrame(rows, SCHEMA).write.parquet(path)
+        parquet.append(path)
+
+    table = load_table(open_catalog(wh), TABLE)
+    create_tag(table, "two", snapshot_id=2)
+    create_branch(table, "fix", tag="two")
+    branch_rows = make_rows(rng, 10_000, 100)
+    write(branch_rows, TABLE, SCHEMA, branch="fix")
+    branch_parquet = str(root / "parquet-branch")
+    spark.createDataFrame(branch_rows, SCHEMA).write.parquet(branch_parquet)
+
+    merged: dict[int, tuple] = {}
+    for k in range(3):
+        rows = make_pk_rows(rng, 160, 100)
+        create = {"create-table": "true", "partition-keys": "p", "primary-keys": "id,p", "bucket": "2"} if k == 0 else {}
+        write(rows, PK_TABLE, PK_SCHEMA, **create)
+        for row in rows:
+            merged[row[0]] = row
+    pk_parquet = str(root / "parquet-pk")
+    spark.createDataFrame(list(merged.values()), PK_SCHEMA).write.parquet(pk_parquet)
+
+    def paimon(table: str = TABLE, **options: str) -> Any:
+        reader = spark.read.format("paimon").option("warehouse", wh).option("table", table)
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return reader.load()
+
+    def reference(*paths: str) -> Any:
+        return spark.read.schema(SCHEMA).parquet(*paths)
+
+    write(commits[0][:5], "diff.plain", SCHEMA, **{"create-table": "true"})
+
+    return {
+        "warehouse": wh,
+        "paimon": paimon,
+        "reference": reference,
+        "parquet": parquet,
+        "branch_parquet": branch_parquet,
+        "pk_reference": spark.read.schema(PK_SCHEMA.replace(" NOT NULL", "")).parquet(pk_parquet),
+        "rows": [r for rows in commits for r in rows],
+        "pk_rows": list(merged.values()),
+        # ONE DataFrame per source reused by every case, as in a notebook
+        "latest": paimon(),
+        "latest_reference": reference(*parquet),
+    }
+
+
+# -- groups of cases ------------------------------------------------------------------
+
+#: group -> (first seed past the day's base, number of seeds for ``PAIMON_DIFF_CASES`` = n).
+#: ``time_travel`` runs each seed at snapshots 1, 2 and 3; ``tag_branch`` reads the tag and the branch.
+GROUPS: dict[str, tuple[int, Callable[[int], int]]] = {
+    "latest": (0, lambda n: n),
+    "fresh": (1000, lambda n: max(9, n // 6)),
+    "time_travel": (2000, lambda n: max(3, n // 20)),
+    "tag_branch": (3000, lambda n: max(3, n // 12)),
+    "primary_key": (4000, lambda n: max(9, n // 3)),
+    "partition_filter": (5000, lambda n: max(6, n // 10)),
+}
+SNAPSHOTS = (1, 2, 3)
+PK_SHAPES = [s for s in SHAPES if s != "selfjoin"] + ["selfjoin"]
+
+
+def group_seeds(group: str, n: int, base: int) -> range:
+    """The seeds group ``group`` runs when the run's case count is ``n`` and its base ``base``."""
+    offset, size = GROUPS[group]
+    return range(base + offset, base + offset + size(n))
+
+
+def partition_predicate(rng: random.Random, depth: int = 2) -> str:
+    """A predicate in the ``partition-filter`` grammar that Spark SQL reads the same way."""
+    if depth == 0 or rng.random() < 0.4:
+        atom = rng.choice(
+            [
+                f"p {rng.choice(['=', '<>', '<', '>='])} '{rng.choice(['north', 'south', 'east', 'west'])}'",
+                f"q {rng.choice(['=', '<>', '<', '<=', '>', '>='])} {rng.randint(0, 4)}",
+                f"q {rng.choice(['IN', 'NOT IN'])} ({', '.join(str(rng.randint(1, 3)) for _ in range(2))})",
+                f"q BETWEEN {rng.randint(0, 2)} AND {rng.randint(1, 4)}",
+                f"p IN ('north', '{rng.choice(['east', 'nowhere'])}')",
+                "p IS NOT NULL",
+            ]
+        )
+        return f"NOT ({atom})" if rng.random() < 0.2 else atom
+    return f"({partition_predicate(rng, depth - 1)} {rng.choice(['AND', 'OR'])} {partition_predicate(rng, depth - 1)})"
+
+
+def compare(spark: Any, world: dict[str, Any], group: str, seed: int, snapshot: int | None = None) -> list[tuple]:
+    """Run group ``group``'s case ``seed`` on the ``paimon`` read and on its Parquet twin.
+
+    Returns ``(got, want, description)`` per comparison (two for ``tag_branch``); the
+    case passes when ``got == want`` in each. ``snapshot`` is for ``time_travel``.
+    """
+    rows = world["rows"]
+    if group == "latest":
+        case = make_case(seed, rows, COLUMNS)
+        return [(*run_case(case, spark, world["latest"], world["latest_reference"]), case.describe())]
+    if group == "fresh":
+        case = make_case(seed, rows, COLUMNS)
+        ours, reference = world["paimon"](), world["reference"](*world["parquet"])
+        return [(*run_case(case, spark, ours, reference), case.describe())]
+    if group == "time_travel":
+        if snapshot not in SNAPSHOTS:
+            raise ValueError(f"time_travel needs a snapshot in {SNAPSHOTS}, not {snapshot!r}")
+        case = make_case(seed, rows, COLUMNS)
+        ours = world["paimon"](**{"snapshot-id": str(snapshot)})
+        reference = world["reference"](*world["parquet"][:snapshot])
+        return [(*run_case(case, spark, ours, reference), f"snapshot {snapshot}: {case.describe()}")]
+    if group == "tag_branch":
+        case = make_case(seed, rows, COLUMNS)
+        tag_ref = world["reference"](*world["parquet"][:2])
+        branch_ref = world["reference"](*world["parquet"][:2], world["branch_parquet"])
+        return [
+            (*run_case(case, spark, world["paimon"](tag="two"), tag_ref), f"tag two: {case.describe()}"),
+            (*run_case(case, spark, world["paimon"](branch="fix"), branch_ref), f"branch fix: {case.describe()}"),
+        ]
+    if group == "primary_key":
+        case = make_case(seed, world["pk_rows"], PK_COLUMNS, PK_SHAPES)
+        return [(*run_case(case, spark, world["paimon"](PK_TABLE), world["pk_reference"]), case.describe())]
+    if group == "partition_filter":
+        pred = partition_predicate(random.Random(seed))
+        ours = world["paimon"](**{"partition-filter": pred})
+        reference = world["latest_reference"].where(pred)
+        case = make_case(seed, rows, COLUMNS, ["reuse", "cache", "union", "aggregate"])
+        return [(*run_case(case, spark, ours, reference), f"partition-filter {pred}: {case.describe()}")]
+    raise ValueError(f"unknown group {group!r}; groups: {', '.join(GROUPS)}")

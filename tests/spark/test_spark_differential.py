@@ -23,152 +23,53 @@ test id): group ``g`` (0 latest, 1000 fresh, 2000 time travel, 3000 tag and bran
 from __future__ import annotations
 
 import os
-import random
 from typing import Any
 
 import pytest
-from differential import (
-    COLUMNS,
-    PK_COLUMNS,
-    PK_SCHEMA,
-    SCHEMA,
-    SHAPES,
-    make_case,
-    make_pk_rows,
-    make_rows,
-    run_case,
-)
+from differential import COLUMNS, SCHEMA, SNAPSHOTS, TABLE, build_world, compare, group_seeds
 
 N = int(os.environ.get("PAIMON_DIFF_CASES", "60"))
 BASE = int(os.environ.get("PAIMON_DIFF_BASE", "0"))
-TABLE = "diff.t"
-PK_TABLE = "diff.pk"
-COMMIT_ROWS = 150
 
 
 @pytest.fixture(scope="module")
 def world(spark, tmp_path_factory) -> dict[str, Any]:
     """One warehouse and its Parquet twins, built once for the module."""
-    from airflow_provider_paimon.paimon.branch import create_branch
-    from airflow_provider_paimon.paimon.catalog import load_table, open_catalog
-    from airflow_provider_paimon.paimon.tag import create_tag
-
     previous = spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    root = tmp_path_factory.mktemp("differential")
-    wh = str(root / "warehouse")
-    rng = random.Random(20261124)
-
-    def write(rows: list[tuple], table: str, schema: str, branch: str | None = None, **opts: str) -> None:
-        writer = (
-            spark.createDataFrame(rows, schema).write.format("paimon").mode("append")
-            .option("warehouse", wh).option("table", table)
-        )
-        if branch:
-            writer = writer.option("branch", branch)
-        for key, value in opts.items():
-            writer = writer.option(key, value)
-        writer.save()
-
-    commits = [make_rows(rng, k * COMMIT_ROWS, COMMIT_ROWS) for k in range(3)]
-    parquet = []
-    for k, rows in enumerate(commits):
-        create = {"create-table": "true", "partition-keys": "p,q"} if k == 0 else {}
-        write(rows, TABLE, SCHEMA, **create)
-        path = str(root / f"parquet-{k}")
-        spark.createDataFrame(rows, SCHEMA).write.parquet(path)
-        parquet.append(path)
-
-    # a branch from a tag of snapshot 2, with rows of its own
-    table = load_table(open_catalog(wh), TABLE)
-    create_tag(table, "two", snapshot_id=2)
-    create_branch(table, "fix", tag="two")
-    branch_rows = make_rows(rng, 10_000, 100)
-    write(branch_rows, TABLE, SCHEMA, branch="fix")
-    branch_parquet = str(root / "parquet-branch")
-    spark.createDataFrame(branch_rows, SCHEMA).write.parquet(branch_parquet)
-
-    # primary-key table: upserts in three commits; expected = last write per key
-    merged: dict[int, tuple] = {}
-    for k in range(3):
-        rows = make_pk_rows(rng, 160, 100)
-        create = {"create-table": "true", "partition-keys": "p", "primary-keys": "id,p", "bucket": "2"} if k == 0 else {}
-        write(rows, PK_TABLE, PK_SCHEMA, **create)
-        for row in rows:
-            merged[row[0]] = row
-    pk_parquet = str(root / "parquet-pk")
-    spark.createDataFrame(list(merged.values()), PK_SCHEMA).write.parquet(pk_parquet)
-
-    def paimon(table: str = TABLE, **options: str) -> Any:
-        reader = spark.read.format("paimon").option("warehouse", wh).option("table", table)
-        for key, value in options.items():
-            reader = reader.option(key, value)
-        return reader.load()
-
-    def reference(*paths: str) -> Any:
-        return spark.read.schema(SCHEMA).parquet(*paths)
-
-    # an unpartitioned table, for the options that need partitions
-    write(commits[0][:5], "diff.plain", SCHEMA, **{"create-table": "true"})
-
-    world = {
-        "warehouse": wh,
-        "paimon": paimon,
-        "reference": reference,
-        "parquet": parquet,
-        "branch_parquet": branch_parquet,
-        "pk_reference": spark.read.schema(PK_SCHEMA.replace(" NOT NULL", "")).parquet(pk_parquet),
-        "rows": [r for rows in commits for r in rows],
-        "pk_rows": list(merged.values()),
-        # ONE DataFrame per source reused by every case of the module, as in a notebook
-        "latest": paimon(),
-        "latest_reference": reference(*parquet),
-    }
-    yield world
+    yield build_world(spark, tmp_path_factory.mktemp("differential"))
     spark.conf.set("spark.sql.python.filterPushdown.enabled", previous)
 
 
-def _check(case, spark, ours, reference) -> None:
-    got, want = run_case(case, spark, ours, reference)
-    assert got == want, case.describe()
+def _check(spark, world, group: str, seed: int, snapshot: int | None = None) -> None:
+    for got, want, description in compare(spark, world, group, seed, snapshot):
+        assert got == want, description
 
 
-@pytest.mark.parametrize("seed", range(BASE, BASE + N))
+@pytest.mark.parametrize("seed", group_seeds("latest", N, BASE))
 def test_latest_snapshot_one_dataframe_for_all_queries(spark, world, seed):
-    case = make_case(seed, world["rows"], COLUMNS)
-    _check(case, spark, world["latest"], world["latest_reference"])
+    _check(spark, world, "latest", seed)
 
 
-@pytest.mark.parametrize("seed", range(BASE + 1000, BASE + 1000 + max(9, N // 6)))
+@pytest.mark.parametrize("seed", group_seeds("fresh", N, BASE))
 def test_fresh_dataframe_per_query(spark, world, seed):
-    case = make_case(seed, world["rows"], COLUMNS)
-    _check(case, spark, world["paimon"](), world["reference"](*world["parquet"]))
+    _check(spark, world, "fresh", seed)
 
 
-@pytest.mark.parametrize("snapshot", [1, 2, 3])
-@pytest.mark.parametrize("seed", range(BASE + 2000, BASE + 2000 + max(3, N // 20)))
+@pytest.mark.parametrize("snapshot", SNAPSHOTS)
+@pytest.mark.parametrize("seed", group_seeds("time_travel", N, BASE))
 def test_time_travel(spark, world, snapshot, seed):
-    case = make_case(seed, world["rows"], COLUMNS)
-    ours = world["paimon"](**{"snapshot-id": str(snapshot)})
-    _check(case, spark, ours, world["reference"](*world["parquet"][:snapshot]))
+    _check(spark, world, "time_travel", seed, snapshot)
 
 
-@pytest.mark.parametrize("seed", range(BASE + 3000, BASE + 3000 + max(3, N // 12)))
+@pytest.mark.parametrize("seed", group_seeds("tag_branch", N, BASE))
 def test_tag_and_branch(spark, world, seed):
-    case = make_case(seed, world["rows"], COLUMNS)
-    _check(case, spark, world["paimon"](tag="two"), world["reference"](*world["parquet"][:2]))
-    branch_ref = world["reference"](*world["parquet"][:2], world["branch_parquet"])
-    _check(case, spark, world["paimon"](branch="fix"), branch_ref)
+    _check(spark, world, "tag_branch", seed)
 
 
-PK_SHAPES = [s for s in SHAPES if s not in ("selfjoin",)] + ["selfjoin"]
-
-
-@pytest.mark.parametrize("seed", range(BASE + 4000, BASE + 4000 + max(9, N // 3)))
+@pytest.mark.parametrize("seed", group_seeds("primary_key", N, BASE))
 def test_primary_key_table_matches_merged_rows(spark, world, seed):
-    case = make_case(seed, world["pk_rows"], PK_COLUMNS, PK_SHAPES)
-    ours = world["paimon"](PK_TABLE)
-    _check(case, spark, ours, world["pk_reference"])
+    _check(spark, world, "primary_key", seed)
 
 
 def test_the_reported_leak(spark, world):
@@ -195,33 +96,10 @@ def test_filter_pushdown_true_is_refused(spark, world):
     assert world["paimon"](**{"filter-pushdown": "false"}).count() == len(world["rows"])
 
 
-def _partition_predicate(rng: random.Random, depth: int = 2) -> str:
-    """A predicate in the ``partition-filter`` grammar that Spark SQL reads the same way."""
-    if depth == 0 or rng.random() < 0.4:
-        atom = rng.choice(
-            [
-                f"p {rng.choice(['=', '<>', '<', '>='])} '{rng.choice(['north', 'south', 'east', 'west'])}'",
-                f"q {rng.choice(['=', '<>', '<', '<=', '>', '>='])} {rng.randint(0, 4)}",
-                f"q {rng.choice(['IN', 'NOT IN'])} ({', '.join(str(rng.randint(1, 3)) for _ in range(2))})",
-                f"q BETWEEN {rng.randint(0, 2)} AND {rng.randint(1, 4)}",
-                f"p IN ('north', '{rng.choice(['east', 'nowhere'])}')",
-                "p IS NOT NULL",
-            ]
-        )
-        return f"NOT ({atom})" if rng.random() < 0.2 else atom
-    return f"({_partition_predicate(rng, depth - 1)} {rng.choice(['AND', 'OR'])} {_partition_predicate(rng, depth - 1)})"
-
-
-@pytest.mark.parametrize("seed", range(BASE + 5000, BASE + 5000 + max(6, N // 10)))
+@pytest.mark.parametrize("seed", group_seeds("partition_filter", N, BASE))
 def test_partition_filter_option_prunes_exactly(spark, world, seed):
     """``partition-filter`` is pruning bound to the DataFrame: same rows as Spark's WHERE, every query."""
-    rng = random.Random(seed)
-    pred = _partition_predicate(rng)
-    ours = world["paimon"](**{"partition-filter": pred})
-    reference = world["latest_reference"].where(pred)
-    case = make_case(seed, world["rows"], COLUMNS, ["reuse", "cache", "union", "aggregate"])
-    got, want = run_case(case, spark, ours, reference)
-    assert got == want, f"partition-filter {pred}: {case.describe()}"
+    _check(spark, world, "partition_filter", seed)
 
 
 def test_partition_filter_reads_fewer_files(world):
