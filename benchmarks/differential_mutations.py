@@ -37,6 +37,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "airflow_provider_paimon"
+# the tests' cases; differential imports the package only inside build_world, so a child
+# still gets the mutated copy that PYTHONPATH puts first
+sys.path.insert(0, str(ROOT / "tests" / "spark"))
+
+from differential import GROUPS, SNAPSHOTS, build_world, compare  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,12 @@ def where_filter(where, partition_types):
     return _mut_where_filter(_re.sub(r"IN \\(([^,)]+),[^)]*\\)", r"IN (\\1)", where), partition_types)
 ''', "partition-filter: IN keeps only its first value (a parser slip)"),
 ]
-GROUP_NAMES = ("latest", "fresh", "time_travel", "tag_branch", "primary_key", "partition_filter")
+GROUP_NAMES = tuple(GROUPS)
+
+
+def snapshots_of(group: str) -> tuple[int | None, ...]:
+    """The snapshots each seed of ``group`` is compared at (``time_travel``: each of ``SNAPSHOTS``)."""
+    return SNAPSHOTS if group == "time_travel" else (None,)
 
 
 def mutated_copy(mutant: Mutant | None, into: Path) -> Path:
@@ -175,10 +185,6 @@ def mutated_copy(mutant: Mutant | None, into: Path) -> Path:
 
 
 def child(per_group: int, base: int, out: Path) -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "spark"))
-    import differential
-    from differential import SNAPSHOTS, build_world, compare
-
     import airflow_provider_paimon
     from airflow_provider_paimon.spark.session import local_session
 
@@ -187,9 +193,9 @@ def child(per_group: int, base: int, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="diff-mutations-") as root:
         world = build_world(spark, Path(root))
         for group in GROUP_NAMES:
-            offset = differential.GROUPS[group][0]
+            offset = GROUPS[group][0]
             for seed in range(base + offset, base + offset + per_group):
-                for snapshot in SNAPSHOTS if group == "time_travel" else (None,):
+                for snapshot in snapshots_of(group):
                     try:
                         caught = any(got != want for got, want, _ in compare(spark, world, group, seed, snapshot))
                         error = None
@@ -227,11 +233,7 @@ def run(mutant: Mutant | None, per_group: int, base: int) -> dict[str, list[dict
 
 def cases_in_group(group: str, count: int) -> int:
     """How many comparisons group ``group`` makes in a run whose case count is ``count``."""
-    sys.path.insert(0, str(ROOT / "tests" / "spark"))
-    from differential import GROUPS, SNAPSHOTS
-
-    seeds = GROUPS[group][1](count)
-    return seeds * len(SNAPSHOTS) if group == "time_travel" else seeds
+    return GROUPS[group][1](count) * len(snapshots_of(group))
 
 
 def main() -> None:
