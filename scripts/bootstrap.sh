@@ -43,3 +43,9 @@ if [ ! -f "$bytecode_stamp" ] || [ "$(cat "$bytecode_stamp")" != "$want" ]; then
     .venv/bin/python -m compileall -q -j 0 .venv/lib/python3*/site-packages >/dev/null 2>&1 || true
     echo "$want" > "$bytecode_stamp"
 fi
+
+# The same for the zips Spark's own Python processes import pyspark and py4j from (Spark
+# puts them first on those processes' PYTHONPATH, and Python never writes bytecode into a
+# zip): without it each Spark daemon, worker and spark-submit driver compiled pyspark again.
+# See the script's docstring for the figures. Checks and returns when it was done before.
+.venv/bin/python scripts/compile_spark_zips.py .venv/lib/python3*/site-packages/pyspark/python/lib
