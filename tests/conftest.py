@@ -63,6 +63,13 @@ for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
         os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JVM_OPTS}".strip()
 
 
+# Spark's Python workers start from daemons that import the data source's libraries once
+# (tests/support/worker_preload_env.py; PAIMON_TEST_WORKER_PRELOAD=0: Spark's own daemons).
+from support.worker_preload_env import enable as _enable_worker_preload  # noqa: E402
+
+_enable_worker_preload()
+
+
 def pytest_configure(config):
     """The JVMs also map Spark's classes from a class-data-sharing archive (built once per
     machine, Java and pyspark: tests/support/jvm_archive.py; PAIMON_TEST_JVM_ARCHIVE=0 turns

@@ -49,6 +49,7 @@ empty: nothing is preloaded. Imports no Airflow, and only the standard library a
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
@@ -167,6 +168,11 @@ def preload(names: Iterable[str]) -> dict[str, str]:
             print(f"paimon worker preload: skipped {', '.join(f'{k} ({v})' for k, v in failed.items())}",
                   file=sys.stderr, flush=True)
     _forget_own_package()
+    # The preloaded objects go to the collector's permanent generation: a forked worker's
+    # collections then never write to their headers, so their pages stay shared with the
+    # daemon instead of being copied into every worker (Python's documented use of freeze).
+    gc.collect()
+    gc.freeze()
     return failed
 
 
