@@ -63,9 +63,10 @@ for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
         os.environ[_var] = f"{os.environ.get(_var, '')} {TEST_JVM_OPTS}".strip()
 
 
-# Spark's Python workers start from daemons that import the data source's libraries once
-# (tests/support/worker_preload_env.py; PAIMON_TEST_WORKER_PRELOAD=0: Spark's own daemons).
+# The shared session's Python workers start from daemons that import the data source's
+# libraries once (tests/support/worker_preload_env.py; PAIMON_TEST_WORKER_PRELOAD=0: off).
 from support.worker_preload_env import enable as _enable_worker_preload  # noqa: E402
+from support.worker_preload_env import preloading_session  # noqa: E402
 
 _enable_worker_preload()
 
@@ -101,7 +102,8 @@ def spark():
     """The one local SparkSession of the test run, with our data source registered."""
     from airflow_provider_paimon.spark.session import local_session
 
-    session = local_session("airflow-provider-paimon-tests")
+    with preloading_session() as conf:
+        session = local_session("airflow-provider-paimon-tests", conf=conf)
     yield session
     session.stop()
 

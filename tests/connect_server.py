@@ -124,7 +124,6 @@ def start_connect_server(
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     env.pop("PYTHONPATH", None)
-    env.pop("SPARK_CONF_DIR", None)  # the suite's local defaults (its daemon module) are not the server's
     env.update(env_extra or {})
     site_dir = os.path.join(workdir, "site")  # on the workers' PYTHONPATH
     site = []

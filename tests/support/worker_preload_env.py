@@ -1,31 +1,30 @@
-"""The suite's Spark Python workers start from daemons that preload their libraries.
+"""The suite's shared local Spark session starts its Python workers from preloading daemons.
 
 Spark forks each Python worker from a daemon, and every new worker imports what the
 ``paimon`` source needs (pyarrow, pandas, polars, pypaimon, SQLAlchemy): seconds of CPU
 per worker, paid again whenever Spark stops idle workers (after a minute). The package's
 ``spark/worker_preload.py`` imports them once in the daemon, before it forks
-(docs/connect.md, "Preloading the workers' libraries"). The suite configures its local
-Spark as a Spark admin would (the Connect server does the same in
-``tests/connect_server.py``):
+(docs/connect.md, "Preloading the workers' libraries"), configured as a Spark admin
+would: ``spark.python.daemon.module`` names the module (the tasks' daemons), and a
+``sitecustomize`` on ``PYTHONPATH`` calls ``preload_if_daemon`` (the planner's daemons,
+which Spark 4.3 starts as plain ``pyspark.daemon``).
 
-* ``spark-defaults.conf`` in a ``SPARK_CONF_DIR`` of the run names the module as
-  ``spark.python.daemon.module`` (the tasks' daemons of the local sessions, of every
-  spark-submit the tests run and of the standalone cluster's jobs); a ``SPARK_CONF_DIR``
-  set before keeps its own defaults, ours are added after them;
-* a ``sitecustomize`` on ``PYTHONPATH`` calls ``preload_if_daemon`` (the planner's
-  daemons, which Spark 4.3 starts as plain ``pyspark.daemon``; it does nothing in any
-  other process).
+Only the session of the ``spark`` fixture (one per test process, living for the whole
+run) gets it; the Connect server has its own (``tests/connect_server.py``). A daemon pays
+for the whole list once (~2-3 s of CPU), which only a long-lived session earns back: the
+spark-submits, streaming jobs and short sessions the tests start fork one or two workers
+per daemon, so the suite-wide setting of the first tries cost more than it saved (a full
+run was at 9% of its tests after 17 minutes where it had been at 31%). The hook acts only
+in a process whose environment carries ``SESSION_ENV``, which is set while the fixture's
+JVM starts (so it and its daemons inherit it) and removed before anything else starts.
 
 Measured 2026-11-27 (same files A/B, one process each, interleaved, CPU of the whole
 process tree from a cgroup): tests/spark/test_spark_datasource_partitions.py +
 tests/capture/test_capture_spark.py 118.9 / 115.2 CPU-s without, 84.2 / 76.9 with (-31%);
-wall 109 / 97 s vs 82 / 73 s; peak memory of the tree 1.86 GB both ways.
-
-Memory: the first try (d6e5f1a, reverted) ran the 24 GB machine out of memory, when a
-long-lived session kept one set of daemons per lineage capture (61 daemons on one JVM);
-captures now route their workers without a new environment (spark/lineage/routing_state.py),
-so a session keeps one set, and the daemon freezes what it preloaded (``gc.freeze``) so its
-workers' collections do not copy those pages.
+wall 109 / 97 s vs 82 / 73 s; peak memory of the tree 1.86 GB both ways. The daemon
+freezes what it preloaded (``gc.freeze``) so its workers' collections do not copy those
+pages. (The first try, d6e5f1a, also ran the machine out of memory, when a session kept
+one set of daemons per lineage capture; captures no longer add daemon sets.)
 
 The module is copied under the name an admin installs it as (``paimon_worker_preload``),
 so the daemons do not import this checkout's package. ``PAIMON_TEST_WORKER_PRELOAD=0``
@@ -37,19 +36,31 @@ check the mechanism itself.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE_SOURCE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon" / "spark" / "worker_preload.py"
 MODULE = "paimon_worker_preload"
 SWITCH_ENV = "PAIMON_TEST_WORKER_PRELOAD"
 MARK_ENV = "PAIMON_TEST_WORKER_PRELOAD_DIR"  # set once: xdist workers inherit it
+SESSION_ENV = "PAIMON_TEST_PRELOADING_SESSION"  # only the fixture session's JVM has it
+
+SITECUSTOMIZE = f"""import os
+
+if os.environ.get({SESSION_ENV!r}) == "1":
+    import {MODULE}
+
+    {MODULE}.preload_if_daemon()
+"""
 
 
 def enable() -> str | None:
-    """Configure this process's environment (and its children's); the folder, or None."""
+    """Put the module and the hook on this process's (and its children's) ``PYTHONPATH``;
+    the folder, or None when switched off. Nothing preloads until ``preloading_session``."""
     if os.environ.get(SWITCH_ENV, "1").strip() == "0":
         return None
     if os.environ.get(MARK_ENV):
@@ -57,22 +68,23 @@ def enable() -> str | None:
     root = tempfile.mkdtemp(prefix="paimon-tests-preload-")
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     site = Path(root, "site")
-    conf = Path(root, "spark-conf")
     site.mkdir()
-    conf.mkdir()
     shutil.copyfile(PACKAGE_SOURCE, site / f"{MODULE}.py")
-    (site / "sitecustomize.py").write_text(f"import {MODULE}\n\n{MODULE}.preload_if_daemon()\n")
-    defaults = []
-    previous = os.environ.get("SPARK_CONF_DIR")
-    if previous:
-        for name in os.listdir(previous):  # log4j2.properties and the like come along
-            if os.path.isfile(os.path.join(previous, name)):
-                shutil.copyfile(os.path.join(previous, name), conf / name)
-        if (conf / "spark-defaults.conf").is_file():
-            defaults.append((conf / "spark-defaults.conf").read_text())
-    defaults.append(f"spark.python.daemon.module {MODULE}\n")
-    (conf / "spark-defaults.conf").write_text("\n".join(defaults))
-    os.environ["SPARK_CONF_DIR"] = str(conf)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
     os.environ[MARK_ENV] = root
     return root
+
+
+@contextlib.contextmanager
+def preloading_session() -> Iterator[dict[str, str]]:
+    """Start a session inside the block to give it preloading daemons: yields the conf to
+    pass (empty when switched off); the marker is in the environment only meanwhile."""
+    if not os.environ.get(MARK_ENV) or os.environ.get(SWITCH_ENV, "1").strip() == "0":
+        yield {}
+        return
+    os.environ[SESSION_ENV] = "1"
+    try:
+        yield {"spark.python.daemon.module": MODULE}
+    finally:
+        os.environ.pop(SESSION_ENV, None)
