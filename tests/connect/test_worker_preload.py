@@ -53,6 +53,7 @@ def test_a_new_sessions_task_workers_start_with_the_libraries_imported(preloadin
     names = list(HEAVY)
 
     def probe(_):
+        import gc
         import os
         import sys
 
@@ -60,6 +61,7 @@ def test_a_new_sessions_task_workers_start_with_the_libraries_imported(preloadin
             daemon = raw.read().split(b"\0")
         return json.dumps({"loaded": [n for n in names if n in sys.modules],
                            "package": "airflow_provider_paimon" in sys.modules,
+                           "frozen": gc.get_freeze_count(),
                            "daemon": [a.decode() for a in daemon if a][1:]})
 
     spark = _fresh_session(preloading_server.url)
@@ -70,6 +72,9 @@ def test_a_new_sessions_task_workers_start_with_the_libraries_imported(preloadin
     assert seen["daemon"] == ["-m", PRELOAD_MODULE, "pyspark.worker"]  # forked from the preloading daemon
     assert seen["loaded"] == names
     assert seen["package"] is False  # the client's shipped version is what workers import
+    # what the daemon preloaded sits in the collector's permanent generation, so the
+    # worker's collections leave those (shared) pages alone
+    assert seen["frozen"] > 10_000
 
 
 def test_the_planners_workers_start_with_the_libraries_imported_too(preloading_server):
