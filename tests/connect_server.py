@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
+from support.worker_preload_env import MODULE as PRELOAD_MODULE
+from support.worker_preload_env import PACKAGE_SOURCE as PRELOAD_SOURCE
 
 CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PACKAGE = "airflow_provider_paimon"
-#: the preload module under the name a server admin installs it as (docs/connect.md)
-PRELOAD_MODULE = "paimon_worker_preload"
-PRELOAD_SOURCE = Path(__file__).resolve().parents[1] / PACKAGE / "spark" / "worker_preload.py"
 PRELOAD_MODES = ("none", "tasks", "all")
 PRELOAD_ENV = "PAIMON_TEST_CONNECT_PRELOAD"
 

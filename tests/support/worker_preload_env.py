@@ -13,18 +13,18 @@ Only the session of the ``spark`` fixture (one per test process, living for the 
 run) gets it; the Connect server has its own (``tests/connect_server.py``). A daemon pays
 for the whole list once (~2-3 s of CPU), which only a long-lived session earns back: the
 spark-submits, streaming jobs and short sessions the tests start fork one or two workers
-per daemon, so the suite-wide setting of the first tries cost more than it saved (a full
-run was at 9% of its tests after 17 minutes where it had been at 31%). The hook acts only
-in a process whose environment carries ``SESSION_ENV``, which is set while the fixture's
-JVM starts (so it and its daemons inherit it) and removed before anything else starts.
+per daemon. The hook acts only in a process whose environment carries ``SESSION_ENV``,
+which is set while the fixture's JVM starts (so it and its daemons inherit it) and
+removed before anything else starts.
 
-Measured 2026-11-27 (same files A/B, one process each, interleaved, CPU of the whole
-process tree from a cgroup): tests/spark/test_spark_datasource_partitions.py +
-tests/capture/test_capture_spark.py 118.9 / 115.2 CPU-s without, 84.2 / 76.9 with (-31%);
-wall 109 / 97 s vs 82 / 73 s; peak memory of the tree 1.86 GB both ways. The daemon
-freezes what it preloaded (``gc.freeze``) so its workers' collections do not copy those
-pages. (The first try, d6e5f1a, also ran the machine out of memory, when a session kept
-one set of daemons per lineage capture; captures no longer add daemon sets.)
+Measured 2026-11-27 (same files, one process each, CPU of the whole process tree from a
+cgroup; off / preloading in every JVM / this fixture's session only):
+tests/spark/test_spark_datasource_partitions.py + tests/capture/test_capture_spark.py
+118.9 and 115.2 / 84.2 and 76.9 / 62.0 CPU-s; tests/streaming/test_streaming_kill.py
+(spark-submit jobs killed and restarted) 86.4 / 83.9 / 67.7. The daemon freezes what it
+preloaded (``gc.freeze``) so its workers' collections do not copy those pages. (The first
+try, d6e5f1a, preloaded in every JVM and ran the machine out of memory when a session
+kept one set of daemons per lineage capture; captures no longer add daemon sets.)
 
 The module is copied under the name an admin installs it as (``paimon_worker_preload``),
 so the daemons do not import this checkout's package. ``PAIMON_TEST_WORKER_PRELOAD=0``
@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE_SOURCE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon" / "spark" / "worker_preload.py"
+#: the preload module under the name a server admin installs it as (docs/connect.md)
 MODULE = "paimon_worker_preload"
 SWITCH_ENV = "PAIMON_TEST_WORKER_PRELOAD"
 MARK_ENV = "PAIMON_TEST_WORKER_PRELOAD_DIR"  # set once: xdist workers inherit it
@@ -58,10 +59,14 @@ if os.environ.get({SESSION_ENV!r}) == "1":
 """
 
 
+def _switched_off() -> bool:
+    return os.environ.get(SWITCH_ENV, "1").strip() == "0"
+
+
 def enable() -> str | None:
     """Put the module and the hook on this process's (and its children's) ``PYTHONPATH``;
     the folder, or None when switched off. Nothing preloads until ``preloading_session``."""
-    if os.environ.get(SWITCH_ENV, "1").strip() == "0":
+    if _switched_off():
         return None
     if os.environ.get(MARK_ENV):
         return os.environ[MARK_ENV]  # the controller did it; its children inherit it
@@ -80,7 +85,7 @@ def enable() -> str | None:
 def preloading_session() -> Iterator[dict[str, str]]:
     """Start a session inside the block to give it preloading daemons: yields the conf to
     pass (empty when switched off); the marker is in the environment only meanwhile."""
-    if not os.environ.get(MARK_ENV) or os.environ.get(SWITCH_ENV, "1").strip() == "0":
+    if not os.environ.get(MARK_ENV) or _switched_off():
         yield {}
         return
     os.environ[SESSION_ENV] = "1"
