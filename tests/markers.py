@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.switches import switch
 
 KINDS = ("spark", "connect", "submit", "airflow", "browser", "db")
 
@@ -83,7 +84,7 @@ def _starts_spark(args: object) -> bool:
 @pytest.fixture(autouse=True)
 def _marker_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     """With ``PAIMON_MARKER_GUARD=1``: a JVM started by an unmarked test fails it."""
-    if os.environ.get(GUARD_ENV) != "1":
+    if not switch(GUARD_ENV, default=False):
         yield
         return
     marked = {m.name for m in request.node.iter_markers()}

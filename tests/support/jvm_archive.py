@@ -35,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from support.switches import switch
+
 ENV = "PAIMON_TEST_JVM_ARCHIVE"
 #: JVM warnings (a stale or mismatched archive says so) to stderr instead of stdout,
 #: where a spark-submit job's output goes
@@ -95,7 +97,7 @@ def archive_flags(jvm_opts: str, folder: str | None = None) -> str:
     without one (then also without the JDK's own default archive: a few tenths of a
     second), later ones map it. Nothing waits for the build (3.5 min wall on the
     loaded VM, 40 CPU-s)."""
-    if os.environ.get(ENV, "1") == "0":
+    if not switch(ENV, default=True):
         return ""
     java = _java()
     if java is None:

@@ -43,6 +43,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from support.switches import switch
+
 PACKAGE_SOURCE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon" / "spark" / "worker_preload.py"
 #: the preload module under the name a server admin installs it as (docs/connect.md)
 MODULE = "paimon_worker_preload"
@@ -60,7 +62,7 @@ if os.environ.get({SESSION_ENV!r}) == "1":
 
 
 def _switched_off() -> bool:
-    return os.environ.get(SWITCH_ENV, "1").strip() == "0"
+    return not switch(SWITCH_ENV, default=True)
 
 
 def enable() -> str | None:
