@@ -13,11 +13,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import urllib.parse
-
-from sqlalchemy.engine import URL
+from typing import TYPE_CHECKING
 
 from ..paimon.secrets import mask_url, split_userinfo
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
+
+if TYPE_CHECKING:  # imported where a URL is built: see the note in lineage/url.py
+    from sqlalchemy.engine import URL
 
 JDBC_URL = "jdbc.url"
 JDBC_DRIVER = "jdbc.driver"
@@ -83,8 +85,9 @@ def from_jdbc(
     backend, drivers, classes = _JDBC[sub]
     python_driver = _python_driver(driver, sub, backend, drivers, classes, where)
     if backend == "sqlite":
-        url = URL.create("sqlite+pysqlite", database=_sqlite_path(tail, text, where))
-        return url
+        from sqlalchemy.engine import URL
+
+        return URL.create("sqlite+pysqlite", database=_sqlite_path(tail, text, where))
     url = _network_url(backend, python_driver, tail, text, where)
     return with_credentials(url, username, password, where, text)
 
@@ -176,6 +179,8 @@ def _network_url(backend: str, driver: str, tail: str, text: str, where: str) ->
             f"{where} '{JDBC_URL}' {mask_url(text)!r} has JDBC properties the Python driver "
             f"does not take: {', '.join(sorted(unknown))}; remove them"
         )
+    from sqlalchemy.engine import URL
+
     return URL.create(
         f"{backend}+{driver}", username=user, password=secret, host=host, port=port,
         database=database, query=query,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from sqlalchemy.engine import URL
+from typing import TYPE_CHECKING, Any
 
 from ..paimon.secrets import mask_url
 from .url import DEFAULT_DATABASE
+
+if TYPE_CHECKING:  # SQLAlchemy is imported where a URL is built: see lineage/url.py
+    from sqlalchemy.engine import URL
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from sqlalchemy.engine import URL
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import parse_bool
@@ -50,6 +48,9 @@ from .jdbc import (
 )
 from .meta import installed_identifiers
 from .url import DEFAULT_DATABASE, backend_of, check_database_name, parse_url, scrub
+
+if TYPE_CHECKING:  # SQLAlchemy is imported where a URL is built: see lineage/url.py
+    from sqlalchemy.engine import URL
 
 TABLE_LINEAGE = "table-lineage"
 DATA_LINEAGE = "data-lineage"

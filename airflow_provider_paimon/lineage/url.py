@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
-
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from typing import TYPE_CHECKING, TypeGuard
 
 from airflow_provider_paimon.job_contract import LINEAGE_URL_ENV
 from airflow_provider_paimon.paimon import secrets
 
 from .errors import InvalidLineageArgumentError, UnsupportedBackendError
 from .jdbc import from_jdbc
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+# SQLAlchemy is imported where a URL is parsed or built, not at the top: this module is
+# on the import path of every Spark worker that reads or writes a ``paimon`` table (the
+# data source's options name the lineage settings), and importing SQLAlchemy costs
+# ~0.3 s of CPU there, for workers that never open a lineage store.
 
 #: Default system database name (the Paimon lineage proposal's ``jdbc.database``).
 DEFAULT_DATABASE = "paimon"
@@ -46,16 +53,25 @@ def default_url() -> str:
     return os.environ.get(LINEAGE_URL_ENV) or f"sqlite:///{default_sqlite_path()}"
 
 
+def _is_url(value: object) -> TypeGuard[URL]:
+    """Whether ``value`` is a SQLAlchemy ``URL`` (without importing SQLAlchemy: an object
+    of its classes exists only once it was imported)."""
+    engine_url = sys.modules.get("sqlalchemy.engine.url")
+    return engine_url is not None and isinstance(value, engine_url.URL)
+
+
 def _text(url: str | URL) -> str:
-    return url.render_as_string(hide_password=False) if isinstance(url, URL) else str(url)
+    return url.render_as_string(hide_password=False) if _is_url(url) else str(url)
 
 
 def secrets_of(url: str | URL) -> list[str]:
     """The secret strings inside ``url`` (password, secret query values)."""
     found = secrets.secrets_in_text(_text(url))
-    if isinstance(url, URL) and url.password:
+    if _is_url(url) and url.password:
         found.append(str(url.password))  # as given, not URL-encoded
     else:
+        from sqlalchemy.engine import make_url
+
         try:
             parsed = make_url(str(url))
         except Exception:  # noqa: BLE001 - unparsable: the text's secrets are all we have
@@ -72,12 +88,14 @@ def register_url(url: str | URL | None) -> None:
     parser finds (the whole user info of a URL that does not parse)."""
     if url is None or url == "":
         return
-    if isinstance(url, URL):
+    if _is_url(url):
         if url.password:
             secrets.register_secret(str(url.password))
         secrets.register_url_secrets(_text(url))
         return
     secrets.register_url_secrets(str(url))
+    from sqlalchemy.engine import make_url
+
     try:
         parsed = make_url(str(url))
     except Exception:  # noqa: BLE001 - unparsable: the policy's parser found what there is
@@ -116,8 +134,11 @@ def parse_url(url: str | URL | None) -> URL:
         return jdbc
     if isinstance(raw, str) and raw.startswith("postgres://"):
         raw = "postgresql://" + raw[len("postgres://"):]
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
-        parsed = raw if isinstance(raw, URL) else make_url(str(raw))
+        parsed = raw if _is_url(raw) else make_url(str(raw))
     except ArgumentError:
         raise InvalidLineageArgumentError(
             f"lineage store URL {secrets.mask_url(str(raw))!r} is not a SQLAlchemy URL; use e.g. "
@@ -195,6 +216,8 @@ def build_url(
             f"lineage store backend {backend!r} is not supported; use sqlite, mysql, "
             "mariadb or postgresql"
         )
+    from sqlalchemy.engine import URL
+
     if name == "sqlite":
         return URL.create("sqlite+pysqlite", database=database or str(default_sqlite_path()))
     return URL.create(

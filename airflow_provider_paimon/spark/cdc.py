@@ -40,6 +40,8 @@ from airflow_provider_paimon.paimon.lsm.engines import (
 )
 from airflow_provider_paimon.spark.session_info import app_id
 
+from .tables import open_table
+
 #: Debezium's ``op`` codes -> Paimon row kinds (``r`` is a row of the initial snapshot).
 DEBEZIUM_OPS: dict[str, str] = {"c": "+I", "r": "+I", "u": "+U", "d": "-D"}
 
@@ -162,7 +164,6 @@ def delete_rows(
 def _open(df: Any, table: str, warehouse: str | None, branch: str | None,
           options: Mapping[str, Any] | None) -> tuple[Any, Any]:
     from .native.write import write_options
-    from .tables import open_table
 
     opts = write_options(table, warehouse=warehouse, branch=branch, options=options, spark=df.sparkSession)
     paimon_table = open_table(opts, time_travel=False)

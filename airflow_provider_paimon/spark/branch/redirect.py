@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.names import (
     MAIN_BRANCH,
@@ -51,6 +52,7 @@ from airflow_provider_paimon.paimon.names import (
 from ..lineage.connect_state import lineage_defaults, openlineage_settings
 from ..lineage.direct import check_session, session_info
 from ..lineage.routing_state import capture_routing, routed_environment
+from ..options import parse_options
 from ..session_info import spark_conf
 
 if TYPE_CHECKING:
@@ -223,9 +225,7 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
         return opts
     import dataclasses
 
-    from airflow_provider_paimon.lineage.meta_options import has_lineage_proposal_options
 
-    from ..options import parse_options
 
     defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
     if defaults and not has_lineage_proposal_options(opts.raw):

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...job_contract import LINEAGE_URL_ENV
+from ...lineage.url import DEFAULT_DATABASE
 from ...paimon.commit_properties import commit_properties
 from ...paimon.snapshot_identity import identity_of
 from ...paimon.snapshots import TableLayout, earliest_snapshot_id, snapshot_ids
@@ -71,7 +72,6 @@ def main_identities(table: Any, low: int | None) -> dict[int, Any]:
 def _record_link(command: str, args: argparse.Namespace, result: dict[str, Any], table: Any,
                  before: dict[int, Any] | None, started: int) -> dict[str, Any] | None:
     """Link main's snapshot to the branch snapshot it reads, when a store is configured."""
-    from ...lineage.url import DEFAULT_DATABASE
 
     url = lineage_url()
     if not url:

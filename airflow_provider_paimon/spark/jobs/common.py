@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ...job_contract import CATALOG_OPTIONS_ENV, ERROR_PREFIX, RESULT_FILE_ENV, RESULT_PREFIX
+from ...lineage.meta_options import pypaimon_catalog_options
 from ...paimon.errors import InvalidArgumentError, PaimonError
 from ...paimon.secrets import scrub
 from .job_secrets import register_private_secrets, scrub_value, scrubbed_output
@@ -79,7 +80,6 @@ def catalog_options(args: argparse.Namespace) -> dict[str, str]:
         if not isinstance(secret, dict):
             raise ArgumentError(f"${CATALOG_OPTIONS_ENV} must be a JSON object")
         options.update({str(k): str(v) for k, v in secret.items()})
-    from ...lineage.meta_options import pypaimon_catalog_options
 
     return pypaimon_catalog_options(options)
 

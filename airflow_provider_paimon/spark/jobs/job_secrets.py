@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...job_contract import CATALOG_OPTIONS_ENV, LINEAGE_PASSWORD_ENV, LINEAGE_URL_ENV
+from ...lineage.url import register_url
 from ...paimon import secrets
 from ..session_info import spark_conf
 
@@ -39,7 +40,6 @@ def register_private_secrets(environ: Mapping[str, str] | None = None, spark_con
     ``spark_conf`` defaults to the driver's Spark conf when one can be read without
     starting a JVM (under spark-submit, or with a session already running).
     """
-    from ...lineage.url import register_url
 
     env = os.environ if environ is None else environ
     raw = env.get(CATALOG_OPTIONS_ENV)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...lineage.url import DEFAULT_DATABASE
 from ...paimon.durations import parse_duration
 from ...paimon.snapshot_identity import identity_of
 from ...paimon.snapshots import TableLayout, snapshot_ids
@@ -86,7 +87,6 @@ def _record_rollback(args: argparse.Namespace, table: Any, result: dict[str, Any
         return None
     from ...lineage.history_events import record_rollback
     from ...lineage.store import LineageStore
-    from ...lineage.url import DEFAULT_DATABASE
 
     layout = TableLayout.of(table)
     branch = None if result.get("branch") in (None, "main") else str(result["branch"])

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...job_contract import LINEAGE_URL_ENV
+from ...lineage.url import DEFAULT_DATABASE
 from ...paimon.snapshot_identity import identity_of
 from ...paimon.snapshots import TableLayout
 from .common import ArgumentError, catalog_options, new_parser, run_job
@@ -57,7 +58,6 @@ def _record_links(args: argparse.Namespace, result: dict[str, Any], catalog: Any
     table ``unchanged`` with the same snapshots, so it records the links a failed store
     write left out.
     """
-    from ...lineage.url import DEFAULT_DATABASE
 
     url = os.environ.get(LINEAGE_URL_ENV)
     if not url:

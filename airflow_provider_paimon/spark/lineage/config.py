@@ -41,6 +41,12 @@ from airflow_provider_paimon.job_contract import (
     LINEAGE_PASSWORD_ENV,
     LINEAGE_URL_ENV,
 )
+from airflow_provider_paimon.lineage.meta_options import (
+    lineage_meta_options,
+    lineage_proposal_options,
+    store_identity,
+)
+from airflow_provider_paimon.lineage.url import parse_url, register_url
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 from airflow_provider_paimon.paimon.option_values import parse_bool, parse_int
 from airflow_provider_paimon.paimon.secrets import (
@@ -167,7 +173,6 @@ def capture_config(
         url = (env.get(LINEAGE_URL_ENV) or "").strip() or None
     _register_store_secrets(url, env.get(LINEAGE_PASSWORD_ENV))
     if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
-        from airflow_provider_paimon.lineage.url import parse_url
 
         url = parse_url(url).render_as_string(hide_password=False)
     if url is not None:
@@ -222,7 +227,6 @@ def capture_config(
 
 def _register_store_secrets(url: str | None, password: str | None) -> None:
     """The store URL's password (and ``$PAIMON_LINEAGE_PASSWORD``) are secrets from here on."""
-    from airflow_provider_paimon.lineage.url import register_url
 
     register_url(url)
     register_secret(password)
@@ -257,10 +261,6 @@ def openlineage_requested(conf: Mapping[str, Any], environ: Mapping[str, str] | 
 
 def _proposal_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     """The proposal's options: the ``paimon`` connection's, overridden by the conf's."""
-    from airflow_provider_paimon.lineage.meta_options import (
-        lineage_meta_options,
-        lineage_proposal_options,
-    )
 
     connection = _connection_options(env)
     given = {k[len(CATALOG_PREFIX):]: str(v) for k, v in conf.items() if k.startswith(CATALOG_PREFIX)}
@@ -305,8 +305,6 @@ def _merge_url(own: str | None, proposal: Any) -> str | None:
     proposal_url = proposal.url.render_as_string(hide_password=False)
     if own is None:
         return proposal_url
-    from airflow_provider_paimon.lineage.meta_options import store_identity
-    from airflow_provider_paimon.lineage.url import parse_url
 
     try:
         mine = parse_url(own)

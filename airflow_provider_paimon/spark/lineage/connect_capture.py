@@ -28,6 +28,7 @@ import contextlib
 import logging
 from typing import Any
 
+from airflow_provider_paimon.lineage.url import default_url
 from airflow_provider_paimon.paimon.commit_properties import commit_properties
 
 from ..registration import register_data_source
@@ -53,7 +54,6 @@ class ConnectCapture:
 
     def options(self) -> dict[str, str]:
         """The lineage proposal's options that make the source record like the capture."""
-        from airflow_provider_paimon.lineage.url import default_url
 
         out = {str(k): str(v) for k, v in self.config.meta_options.items()
                if not str(k).startswith(("warehouse", "table"))}

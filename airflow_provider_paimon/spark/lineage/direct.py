@@ -37,9 +37,12 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from airflow_provider_paimon.lineage.meta_options import safe_text, store_identity
+from airflow_provider_paimon.lineage.url import default_url, parse_url
 from airflow_provider_paimon.paimon.errors import InvalidArgumentError
 
 from ..commit_events import EVENT_LOG_ENV
+from ..options import OWN_OPTIONS
 from ..session_info import app_name
 from . import guard
 from .config import (
@@ -85,9 +88,6 @@ def session_descriptor(config: CaptureConfig) -> str:
 
 
 def _store_key(url: Any, database: str, meta: str) -> str:
-    from airflow_provider_paimon.lineage.meta_options import store_identity
-    from airflow_provider_paimon.lineage.url import default_url, parse_url
-
     parsed = parse_url(url if url is not None else default_url())
     return json.dumps([meta, *[str(p) for p in store_identity(parsed, database)]])
 
@@ -182,7 +182,6 @@ def sends_openlineage(opts: Any) -> bool:
 def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, str]:
     """The options that describe the catalog (for the factory and the options table):
     not what this one read or write asked for (``table``, ``columns``, ``branch``...)."""
-    from ..options import OWN_OPTIONS
 
     kept = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
     kept["warehouse"] = warehouse
@@ -319,8 +318,6 @@ def check_store_before_commit(opts: Any, what: str) -> None:
 
 
 def _safe(err: BaseException, opts: Any) -> str:
-    from airflow_provider_paimon.lineage.meta_options import safe_text
-
     return safe_text(f"{type(err).__name__}: {err}", opts.lineage)
 
 

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_paimon.lineage.url import backend_of, default_url, parse_url, scrub
 from airflow_provider_paimon.paimon.secrets import mask_url
 
 from .recorder import LineageCaptureError
@@ -99,7 +100,6 @@ def require_store(url: str | None, database: str, job: Any, what: str) -> None:
     error = ping_store(url, database)
     if error is None:
         return
-    from airflow_provider_paimon.lineage.url import default_url
 
     raise LineageStoreUnreachableError(
         f"lineage store {mask_url(url or default_url())} of job {job!r} is not "
@@ -115,7 +115,6 @@ def ping_store(url: str | None, database: str) -> str | None:
     import sqlalchemy as sa
 
     from airflow_provider_paimon.lineage.retry import RetryPolicy, with_retry
-    from airflow_provider_paimon.lineage.url import backend_of, parse_url, scrub
 
     try:
         parsed = parse_url(url)
@@ -144,7 +143,6 @@ def ping_store(url: str | None, database: str) -> str | None:
 
 def _engine(parsed: Any, database: str) -> Any:
     from airflow_provider_paimon.lineage.engine import create_store_engine
-    from airflow_provider_paimon.lineage.url import backend_of
 
     key = (parsed.render_as_string(hide_password=False), database)
     with _engines_lock:

@@ -44,6 +44,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_paimon.lineage.entities import BarrierRun, DataLineage, TableLineage
+from airflow_provider_paimon.lineage.meta import (
+    LineageMetaContext,
+    create_lineage_meta,
+    next_barrier_id,
+    store_options,
+    store_rows,
+)
+from airflow_provider_paimon.lineage.url import scrub
 from airflow_provider_paimon.paimon.errors import PaimonError
 from airflow_provider_paimon.paimon.snapshot_identity import SnapshotIdentity
 
@@ -289,8 +297,6 @@ class LineageRecorder:
             raise LineageCaptureError("lineage store is not connected")
         want_tables, want_data = self.config.table_lineage, self.config.data_lineage and not record.tables_only
         if record.barrier_id is None and want_data:
-            from airflow_provider_paimon.lineage.meta import next_barrier_id
-
             record.barrier_id = next_barrier_id(store, record.job)
             if spooled is not None:  # keep the id: a retry must not take another one
                 records, index = spooled
@@ -312,7 +318,6 @@ class LineageRecorder:
             ]
             for kind, items in (("source", record.sources), ("sink", record.sinks))
         }
-        from airflow_provider_paimon.lineage.meta import store_rows
 
         runs = []
         if want_data and record.run and record.barrier_id is not None:
@@ -359,8 +364,6 @@ class LineageRecorder:
         # Store errors are already masked by the store; scrub the URL once more anyway.
         text = f"{type(err).__name__}: {err}"
         if self.config.url:
-            from airflow_provider_paimon.lineage.url import scrub
-
             text = scrub(text, self.config.url)
         self.last_error = text.splitlines()[0] if text else type(err).__name__
 
@@ -404,11 +407,6 @@ def _opener_for(config: CaptureConfig) -> Callable[[str | None, str], Any]:
     """Open the store ``config.meta`` names, then keep the catalog options in it."""
 
     def open_store(url: str | None, database: str) -> Any:
-        from airflow_provider_paimon.lineage.meta import (
-            LineageMetaContext,
-            create_lineage_meta,
-            store_options,
-        )
         from airflow_provider_paimon.lineage.retry import RetryPolicy
 
         # A short in-call retry: the spool is the long-term retry.

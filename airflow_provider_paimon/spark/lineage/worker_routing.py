@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from airflow_provider_paimon.lineage.url import default_url
+
 from .. import commit_events
 from ..registration import register_data_source
 from .config import CaptureConfig
@@ -44,8 +46,6 @@ class WorkerRouting:
 
     def route(self) -> None:
         if self.check_file is not None:
-            from airflow_provider_paimon.lineage.url import default_url
-
             url = self.config.url or default_url()  # as the recorder resolved it, here
             write_check_file(self.check_file, url, self.config.database, self.config.job)
         self._routed = self.worker_env()
