@@ -40,3 +40,17 @@ def test_the_worker_preload_switch_fails_closed(monkeypatch):
         worker_preload_env.enable()
     monkeypatch.setenv(worker_preload_env.SWITCH_ENV, "0")
     assert worker_preload_env.enable() is None
+
+
+def test_the_archive_builder_still_runs_as_a_script(tmp_path):
+    """``start_build`` runs tests/support/jvm_archive.py as a script, where ``tests/`` is not
+    on ``sys.path``: its top-level imports must resolve there (a ``support.`` import once
+    failed silently in the detached builder, and every JVM of the run went without the
+    archive)."""
+    import subprocess
+    import sys
+
+    script = jvm_archive.__file__
+    done = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({script!r}, run_name='x')"],
+                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr

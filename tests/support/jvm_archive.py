@@ -35,8 +35,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from support.switches import switch
-
 ENV = "PAIMON_TEST_JVM_ARCHIVE"
 #: JVM warnings (a stale or mismatched archive says so) to stderr instead of stdout,
 #: where a spark-submit job's output goes
@@ -97,6 +95,10 @@ def archive_flags(jvm_opts: str, folder: str | None = None) -> str:
     without one (then also without the JDK's own default archive: a few tenths of a
     second), later ones map it. Nothing waits for the build (3.5 min wall on the
     loaded VM, 40 CPU-s)."""
+    # imported here, not at the top: this file also runs as a script (the background
+    # build, ``start_build``), where ``tests/`` is not on ``sys.path``
+    from support.switches import switch
+
     if not switch(ENV, default=True):
         return ""
     java = _java()
