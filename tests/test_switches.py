@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support import jvm_archive, worker_preload_env
 from support.switches import SwitchError, switch
@@ -54,3 +56,19 @@ def test_the_archive_builder_still_runs_as_a_script(tmp_path):
     done = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({script!r}, run_name='x')"],
                           cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
+
+
+def test_a_crashed_archive_build_is_reported_by_the_next_run(tmp_path, monkeypatch, capsys):
+    """The detached builder's stderr goes to ``<archive>.log``; a run that finds no archive
+    and a traceback there says so on stderr (and starts a new build)."""
+    started = []
+    monkeypatch.setattr(jvm_archive, "start_build", lambda archive, opts: started.append(archive))
+    monkeypatch.setenv(jvm_archive.ENV, "1")
+    flags = jvm_archive.archive_flags("-XX:+UseSerialGC", folder=str(tmp_path))
+    assert started and "crashed" not in capsys.readouterr().err  # no log yet: quiet
+    archive = started[0]
+    Path(archive + ".log").write_text("Traceback (most recent call last):\nModuleNotFoundError: No module named 'x'\n")
+    assert jvm_archive.archive_flags("-XX:+UseSerialGC", folder=str(tmp_path)) == flags
+    err = capsys.readouterr().err
+    assert "its last build crashed" in err and "No module named 'x'" in err
+    assert len(started) == 2

@@ -19,6 +19,8 @@ written under a scratch name and renamed when complete. The
 JVM checks it against its own build and class path: a JVM whose class path differs
 (a standalone master, a job with other jars) or that finds it stale uses none and
 runs as without it. Its warnings go to stderr (``-Xlog``), never into a job's stdout.
+A build that fails writes why to ``<archive>.failed`` (not tried again until deleted); one
+that crashes leaves its traceback in ``<archive>.log``, which the next run prints.
 Behaviour is the same; only where the class bytes come from differs.
 ``PAIMON_TEST_JVM_ARCHIVE=0`` turns it off.
 """
@@ -114,8 +116,23 @@ def archive_flags(jvm_opts: str, folder: str | None = None) -> str:
         print(f"no JVM class archive: {archive}.failed says why (delete it to try again)", file=sys.stderr)
         return ""
     if not os.path.exists(archive):
+        crashed = _crash_of_last_build(archive)
+        if crashed:
+            print(f"no JVM class archive: its last build crashed ({archive}.log):\n{crashed}",
+                  file=sys.stderr)
         start_build(archive, jvm_opts)
     return f"-XX:SharedArchiveFile={archive} {LOG_TO_STDERR}"
+
+
+def _crash_of_last_build(archive: str) -> str:
+    """The end of the last build's traceback, when it died before writing the archive or
+    its ``.failed`` note (a builder that cannot even import is otherwise silent: every JVM
+    of every run would go without the archive and nobody would know)."""
+    try:
+        text = Path(archive + ".log").read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-1500:] if "Traceback" in text else ""
 
 
 def start_build(archive: str, jvm_opts: str) -> None:
@@ -124,8 +141,9 @@ def start_build(archive: str, jvm_opts: str) -> None:
     killing it each time, would pay for a build and never get the archive. A build
     already under way (the file lock) is waited for by the new one, which then finds
     the archive and exits."""
-    subprocess.Popen([sys.executable, __file__, archive, jvm_opts], start_new_session=True,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(archive + ".log", "w") as log:  # the builder's errors; read by the next run
+        subprocess.Popen([sys.executable, __file__, archive, jvm_opts], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
 
 
 def build(archive: str, jvm_opts: str) -> str | None:
