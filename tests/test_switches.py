@@ -72,3 +72,22 @@ def test_a_crashed_archive_build_is_reported_by_the_next_run(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert "its last build crashed" in err and "No module named 'x'" in err
     assert len(started) == 2
+
+
+def test_a_new_archive_prunes_the_ones_nobody_used_for_days(tmp_path):
+    import os
+    import time
+
+    now = time.time()
+    keep = tmp_path / "spark-new.jsa"
+    old = tmp_path / "spark-old.jsa"
+    read_lately = tmp_path / "spark-read.jsa"
+    other = tmp_path / "notes.txt"
+    for path in (keep, old, read_lately, other, tmp_path / "spark-old.jsa.lock", tmp_path / "spark-old.jsa.log"):
+        path.write_text("x")
+    week_ago = now - 7 * 24 * 3600
+    for path in (keep, old, other):
+        os.utime(path, (week_ago, week_ago))
+    os.utime(read_lately, (now - 3600, week_ago))  # read an hour ago (atime), written long ago
+    assert jvm_archive.prune(str(tmp_path), keep=str(keep), now=now) == [str(old)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "spark-new.jsa", "spark-read.jsa"]

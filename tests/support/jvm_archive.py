@@ -20,7 +20,8 @@ JVM checks it against its own build and class path: a JVM whose class path diffe
 (a standalone master, a job with other jars) or that finds it stale uses none and
 runs as without it. Its warnings go to stderr (``-Xlog``), never into a job's stdout.
 A build that fails writes why to ``<archive>.failed`` (not tried again until deleted); one
-that crashes leaves its traceback in ``<archive>.log``, which the next run prints.
+that crashes leaves its traceback in ``<archive>.log``, which the next run prints. A new
+archive's build deletes the archives nobody used for three days (``prune``).
 Behaviour is the same; only where the class bytes come from differs.
 ``PAIMON_TEST_JVM_ARCHIVE=0`` turns it off.
 """
@@ -35,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ENV = "PAIMON_TEST_JVM_ARCHIVE"
@@ -167,7 +169,34 @@ def build(archive: str, jvm_opts: str) -> str | None:
                     os.unlink(scratch)
                 return "the training run failed: " + ("timed out" if done is None else done.stderr[-1500:])
         os.replace(scratch, archive)
+    prune(os.path.dirname(archive), keep=archive)
     return None
+
+
+#: an archive neither written nor read for this long belongs to a checkout or virtualenv
+#: that is gone (each has its own key: the jars' times differ)
+STALE_SECONDS = 3 * 24 * 3600
+
+
+def prune(folder: str, keep: str, now: float | None = None) -> list[str]:
+    """Delete the folder's archives (and their lock, log, failure notes) that nobody wrote
+    or read for ``STALE_SECONDS``, except ``keep``: every fresh clone builds its own
+    (~170 MB) and nothing else ever removes them. A JVM that still maps one keeps its
+    mapping; a run that wanted it builds it again. The deleted archives' paths."""
+    now = time.time() if now is None else now
+    removed = []
+    for path in Path(folder).glob("spark-*.jsa"):
+        if str(path) == keep:
+            continue
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            if now - max(st.st_mtime, st.st_atime) > STALE_SECONDS:
+                path.unlink()
+                removed.append(str(path))
+                for suffix in (".lock", ".log", ".failed"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(f"{path}{suffix}")
+    return removed
 
 
 if __name__ == "__main__":
