@@ -22,6 +22,7 @@ with a message saying so rather than report nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -29,6 +30,16 @@ import pytest
 
 ROOT = Path("/sys/fs/cgroup/cpuacct")
 PROPERTY = "cpu_s"
+
+
+def _remove_stale_groups() -> None:
+    """Earlier runs' groups whose test process is gone (a group is left behind when a
+    child was still exiting at the end): removed when empty, else left alone."""
+    for group in ROOT.glob("paimon-tests-*-*"):
+        pid = group.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                group.rmdir()
 
 
 def _group_for(name: str) -> Path:
@@ -79,4 +90,5 @@ class CpuAccounting:
 
 def pytest_configure(config: pytest.Config) -> None:
     name = getattr(config, "workerinput", {}).get("workerid", "main")
+    _remove_stale_groups()
     config.pluginmanager.register(CpuAccounting(_group_for(name)), "paimon-cpu-accounting")
