@@ -225,8 +225,6 @@ def apply_from_session(opts: PaimonOptions, spark: Any, *, what: str) -> PaimonO
         return opts
     import dataclasses
 
-
-
     defaults = lineage_defaults(session)  # a Connect session's capture: recorded by the commit
     if defaults and not has_lineage_proposal_options(opts.raw):
         opts = parse_options({**defaults, **opts.raw})

@@ -72,7 +72,6 @@ def main_identities(table: Any, low: int | None) -> dict[int, Any]:
 def _record_link(command: str, args: argparse.Namespace, result: dict[str, Any], table: Any,
                  before: dict[int, Any] | None, started: int) -> dict[str, Any] | None:
     """Link main's snapshot to the branch snapshot it reads, when a store is configured."""
-
     url = lineage_url()
     if not url:
         return None

@@ -40,7 +40,6 @@ def register_private_secrets(environ: Mapping[str, str] | None = None, spark_con
     ``spark_conf`` defaults to the driver's Spark conf when one can be read without
     starting a JVM (under spark-submit, or with a session already running).
     """
-
     env = os.environ if environ is None else environ
     raw = env.get(CATALOG_OPTIONS_ENV)
     if raw:

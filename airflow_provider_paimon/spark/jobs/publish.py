@@ -58,7 +58,6 @@ def _record_links(args: argparse.Namespace, result: dict[str, Any], catalog: Any
     table ``unchanged`` with the same snapshots, so it records the links a failed store
     write left out.
     """
-
     url = os.environ.get(LINEAGE_URL_ENV)
     if not url:
         return None

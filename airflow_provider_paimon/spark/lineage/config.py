@@ -173,7 +173,6 @@ def capture_config(
         url = (env.get(LINEAGE_URL_ENV) or "").strip() or None
     _register_store_secrets(url, env.get(LINEAGE_PASSWORD_ENV))
     if url is not None and url.lower().startswith("jdbc:"):  # the proposal's form of the URL
-
         url = parse_url(url).render_as_string(hide_password=False)
     if url is not None:
         try:
@@ -227,7 +226,6 @@ def capture_config(
 
 def _register_store_secrets(url: str | None, password: str | None) -> None:
     """The store URL's password (and ``$PAIMON_LINEAGE_PASSWORD``) are secrets from here on."""
-
     register_url(url)
     register_secret(password)
 
@@ -261,7 +259,6 @@ def openlineage_requested(conf: Mapping[str, Any], environ: Mapping[str, str] | 
 
 def _proposal_settings(conf: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     """The proposal's options: the ``paimon`` connection's, overridden by the conf's."""
-
     connection = _connection_options(env)
     given = {k[len(CATALOG_PREFIX):]: str(v) for k, v in conf.items() if k.startswith(CATALOG_PREFIX)}
     if not lineage_proposal_options(given) and not lineage_proposal_options(connection):

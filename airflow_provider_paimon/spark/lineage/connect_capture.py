@@ -54,7 +54,6 @@ class ConnectCapture:
 
     def options(self) -> dict[str, str]:
         """The lineage proposal's options that make the source record like the capture."""
-
         out = {str(k): str(v) for k, v in self.config.meta_options.items()
                if not str(k).startswith(("warehouse", "table"))}
         out.update({

@@ -182,7 +182,6 @@ def sends_openlineage(opts: Any) -> bool:
 def _catalog_options(options: Mapping[str, str], warehouse: str) -> dict[str, str]:
     """The options that describe the catalog (for the factory and the options table):
     not what this one read or write asked for (``table``, ``columns``, ``branch``...)."""
-
     kept = {k: v for k, v in options.items() if k not in OWN_OPTIONS}
     kept["warehouse"] = warehouse
     return kept
