@@ -81,11 +81,9 @@ class CpuAccounting:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Back to the parent group, and the group removed once empty (a process still in
         it, such as a daemon that outlives the run, keeps it: harmless)."""
-        try:
+        with contextlib.suppress(OSError):
             (self.group.parent / "cgroup.procs").write_text(str(os.getpid()))
             self.group.rmdir()
-        except OSError:
-            pass
 
 
 def pytest_configure(config: pytest.Config) -> None:
