@@ -12,7 +12,8 @@ some checkout, and a server that silently ran that checkout's code would test no
 a real server that does not have it installed.
 
 Its Python worker daemons can preload the ``paimon`` source's libraries (``preload``,
-default ``"none"``: Spark's own daemons, as a server nobody tuned; ``"all"`` for
+default ``"none"``: Spark's own daemons, as a server nobody tuned, forked from the suite's
+zygote when it runs (``support/daemon_zygote.py``: the same pyspark code, imports done once); ``"all"`` for
 tests/connect/test_worker_preload.py's own server), as docs/connect.md tells a server admin: the package's
 ``spark/worker_preload.py`` copied onto the workers' path as ``paimon_worker_preload``
 (never the package itself), named by ``spark.python.daemon.module`` (the tasks' daemons)
@@ -36,8 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
+from support import daemon_zygote
 from support.worker_preload_env import MODULE as PRELOAD_MODULE
 from support.worker_preload_env import PACKAGE_SOURCE as PRELOAD_SOURCE
+from support.worker_preload_env import ZYGOTE_MODULE
 
 CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 PACKAGE = "airflow_provider_paimon"
@@ -130,11 +133,19 @@ def start_connect_server(
         site.append(_HIDE_PACKAGE)
     if preload == "all":
         site.append(f"import {PRELOAD_MODULE}\n\n{PRELOAD_MODULE}.preload_if_daemon()\n")
+    # Spark's own daemons ("none") run forked from the suite's zygote when there is one
+    # (support/daemon_zygote.py: the same pyspark code, its imports done once per run);
+    # after the package is hidden, so the zygote's child hides it too
+    zygote = preload == "none" and bool(os.environ.get(daemon_zygote.SOCKET_ENV))
+    if zygote:
+        site.append(f"import {ZYGOTE_MODULE}\n\n{ZYGOTE_MODULE}.handoff_if_spark()\n")
     if site or preload != "none":
         os.makedirs(site_dir)
         env["PYTHONPATH"] = site_dir
     if preload != "none":
         shutil.copyfile(PRELOAD_SOURCE, os.path.join(site_dir, f"{PRELOAD_MODULE}.py"))
+    if zygote:
+        shutil.copyfile(daemon_zygote.__file__, os.path.join(site_dir, f"{ZYGOTE_MODULE}.py"))
     if site:
         Path(site_dir, "sitecustomize.py").write_text("\n".join(site))
     settings = {

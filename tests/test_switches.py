@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from support import jvm_archive, worker_preload_env
 from support.switches import SwitchError, switch
@@ -41,3 +43,11 @@ def test_the_worker_preload_switch_fails_closed(monkeypatch):
     monkeypatch.setenv(worker_preload_env.SWITCH_ENV, "0")
     assert worker_preload_env.enable() is None
 
+
+
+def test_the_daemon_zygote_switch_fails_closed(monkeypatch):
+    monkeypatch.setenv(worker_preload_env.ZYGOTE_SWITCH_ENV, "off")
+    pythonpath = os.environ.get("PYTHONPATH")
+    with pytest.raises(SwitchError, match=worker_preload_env.ZYGOTE_SWITCH_ENV):
+        worker_preload_env.enable()
+    assert os.environ.get("PYTHONPATH") == pythonpath  # nothing changed

@@ -1,5 +1,5 @@
 """The suite's on/off environment switches (``PAIMON_TEST_JVM_ARCHIVE``,
-``PAIMON_TEST_WORKER_PRELOAD``, ``PAIMON_MARKER_GUARD``), read one way: ``1`` is on, ``0``
+``PAIMON_TEST_WORKER_PRELOAD``, ``PAIMON_TEST_DAEMON_ZYGOTE``, ``PAIMON_MARKER_GUARD``), read one way: ``1`` is on, ``0``
 is off, unset is the switch's default, and anything else stops the run with an error
 naming the switch. A typo (``false``, ``off``, ``no``) must not quietly mean "on": flags
 fail closed.

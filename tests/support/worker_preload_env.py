@@ -26,6 +26,11 @@ preloaded (``gc.freeze``) so its workers' collections do not copy those pages. (
 try, d6e5f1a, preloaded in every JVM and ran the machine out of memory when a session
 kept one set of daemons per lineage capture; captures no longer add daemon sets.)
 
+``enable`` also starts the run's daemon zygote (``support/daemon_zygote.py``), which
+forks the Python processes of every other JVM the suite starts (spark-submits, streaming
+jobs, short sessions) from one preloaded process; the ``sitecustomize`` hands them over.
+``PAIMON_TEST_DAEMON_ZYGOTE=0`` turns only that off.
+
 The module is copied under the name an admin installs it as (``paimon_worker_preload``),
 so the daemons do not import this checkout's package. ``PAIMON_TEST_WORKER_PRELOAD=0``
 runs the suite on Spark's own daemons. Tests assert behaviour, not import timing, so
@@ -39,10 +44,13 @@ import atexit
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from support import daemon_zygote
 from support.switches import switch
 
 PACKAGE_SOURCE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon" / "spark" / "worker_preload.py"
@@ -51,9 +59,16 @@ MODULE = "paimon_worker_preload"
 SWITCH_ENV = "PAIMON_TEST_WORKER_PRELOAD"
 MARK_ENV = "PAIMON_TEST_WORKER_PRELOAD_DIR"  # set once: xdist workers inherit it
 SESSION_ENV = "PAIMON_TEST_PRELOADING_SESSION"  # only the fixture session's JVM has it
+ZYGOTE_SWITCH_ENV = "PAIMON_TEST_DAEMON_ZYGOTE"
+ZYGOTE_SOCKET_ENV = daemon_zygote.SOCKET_ENV
+ZYGOTE_MODULE = "paimon_test_zygote"  # support/daemon_zygote.py, copied beside the preload module
 
 SITECUSTOMIZE = f"""import os
 
+if os.environ.get({ZYGOTE_SOCKET_ENV!r}):
+    import {ZYGOTE_MODULE}
+
+    {ZYGOTE_MODULE}.handoff_if_spark()  # returns only where the zygote does not serve
 if os.environ.get({SESSION_ENV!r}) == "1":
     import {MODULE}
 
@@ -70,17 +85,55 @@ def enable() -> str | None:
     the folder, or None when switched off. Nothing preloads until ``preloading_session``."""
     if _switched_off():
         return None
+    zygote_on = switch(ZYGOTE_SWITCH_ENV, default=True)  # read first: a bad value changes nothing
     if os.environ.get(MARK_ENV):
         return os.environ[MARK_ENV]  # the controller did it; its children inherit it
     root = tempfile.mkdtemp(prefix="paimon-tests-preload-")
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    site = Path(root, "site")
-    site.mkdir()
-    shutil.copyfile(PACKAGE_SOURCE, site / f"{MODULE}.py")
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    site = write_site(Path(root, "site"))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
     os.environ[MARK_ENV] = root
+    if zygote_on:
+        zygote = start_zygote(site)
+        atexit.register(stop_zygote, zygote)
+        os.environ[ZYGOTE_SOCKET_ENV] = zygote.args[-1]
     return root
+
+
+def write_site(site: Path) -> Path:
+    """Create ``site``: the preload module, the zygote's module and the ``sitecustomize``
+    that calls them (what goes first on the suite's ``PYTHONPATH``)."""
+    site.mkdir(parents=True)
+    shutil.copyfile(PACKAGE_SOURCE, site / f"{MODULE}.py")
+    shutil.copyfile(daemon_zygote.__file__, site / f"{ZYGOTE_MODULE}.py")
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return site
+
+
+def start_zygote(site: Path) -> subprocess.Popen:
+    """Start a zygote (support/daemon_zygote.py) for the Python processes started with
+    ``site`` on their path; its socket is the command's last argument.
+
+    Not waited for: it binds the socket once its imports are done (~2-3 s of CPU), and
+    until then (or if it fails: its stderr is ``zygote.log`` beside ``site``) Spark's
+    Python processes start as usual. It ends when its stdin closes (``stop_zygote``, or
+    this process's end)."""
+    socket_path = str(site.parent / "zygote.sock")
+    with open(site.parent / "zygote.log", "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, str(site / f"{ZYGOTE_MODULE}.py"), socket_path],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # what Spark gives its workers
+            cwd=str(site.parent), start_new_session=True,
+        )
+
+
+def stop_zygote(zygote: subprocess.Popen) -> None:
+    """Close the zygote's stdin (it stops listening and exits); wait up to 10 s."""
+    with contextlib.suppress(OSError):
+        zygote.stdin.close()  # type: ignore[union-attr]
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        zygote.wait(timeout=10)
 
 
 @contextlib.contextmanager
