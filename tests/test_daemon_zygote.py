@@ -124,6 +124,29 @@ def test_a_child_killed_by_a_signal_kills_its_stand_in_by_the_same_signal(zygote
     assert daemon.wait(timeout=60) == -signal.SIGKILL
 
 
+def test_a_worker_that_kills_its_own_group_kills_only_itself(zygote, tmp_path):
+    """A plain worker (the streaming source's runner) connects back to Spark and reports
+    its pid; the streaming fault SIGKILLs the worker's own process group. Served, that
+    group is the child's own, never the zygote's."""
+    import socket
+
+    path = str(tmp_path / "spark.sock")  # what the JVM listens on (no secret: a Unix socket)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as spark:
+        spark.bind(path)
+        spark.listen(1)
+        worker = subprocess.Popen([sys.executable, "-m", "pyspark.worker"],
+                                  env=zygote.env(PYTHON_WORKER_FACTORY_SOCK_PATH=path))
+        conn, _ = spark.accept()
+        with conn:
+            (pid,) = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))  # the pid Spark kills by
+            assert pid == zygote.served()[worker.pid]
+            assert os.getpgid(pid) == pid != os.getpgid(zygote.process.pid)
+            os.killpg(pid, signal.SIGKILL)
+            assert worker.wait(timeout=60) == -signal.SIGKILL
+    assert zygote.process.poll() is None  # still serving
+    assert subprocess.run(FIND_SPARK_HOME, env=zygote.env(), capture_output=True, timeout=60).returncode == 0
+
+
 def test_a_killed_stand_in_leaves_no_daemon_once_spark_is_gone(zygote):
     """The fault tests SIGKILL the job's process group: the stand-in dies with the JVM,
     and the daemon, in a group of its own as pyspark's is, stops when its stdin ends."""

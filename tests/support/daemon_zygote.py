@@ -308,6 +308,9 @@ def _become(request: dict, fds: list[int]) -> None:
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # a process group of its own (pyspark's daemon makes one anyway): a worker that
+        # kills its own group (the streaming fault does) must not take the zygote with it
+        os.setpgid(0, 0)
         _join_cgroups(int(request["stand_in"]))
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
