@@ -86,6 +86,27 @@ def test_the_session_is_connect_and_register_ships_the_package_once(connect_spar
     assert ".zip" in where and os.path.basename(where.split(".zip")[0]).startswith("airflow_provider_paimon")
 
 
+def test_a_session_that_shipped_nothing_cannot_import_the_package(connect_server):
+    """The server's workers have no package of their own: the virtualenv's editable
+    install is hidden from them (also in the workers forked from the suite's daemon
+    zygote, which has it), so what they run is only ever what a client shipped."""
+    from pyspark.sql.connect.session import SparkSession
+    from pyspark.sql.functions import udf
+
+    def probe(_):
+        try:
+            import airflow_provider_paimon
+        except ModuleNotFoundError:
+            return "not importable"
+        return airflow_provider_paimon.__file__
+
+    session = SparkSession.builder.remote(connect_server.url).create()  # nothing registered
+    try:
+        assert session.range(1).select(udf(probe, "string")("id")).first()[0] == "not importable"
+    finally:
+        session.stop()
+
+
 def test_write_then_read_match_pypaimon_and_the_independent_reader(connect_spark, warehouse):
     write(events(connect_spark, 0, 60), warehouse, T, **{"create-table": "true", "partition-keys": "day"})
     write(events(connect_spark, 60, 90), warehouse, T)

@@ -32,7 +32,8 @@ per-test CPU (cpu_accounting) and any memory limit still count it where Spark st
 it. The zygote logs each child and refusal to ``zygote.log`` beside the suite's site
 folder.
 
-``PAIMON_TEST_DAEMON_ZYGOTE=0`` runs the suite without it. This file is copied next to
+``PAIMON_TEST_DAEMON_ZYGOTE=0`` runs the suite without it (so does
+``PAIMON_TEST_WORKER_PRELOAD=0``: no site folder, no ``sitecustomize`` to hand over). This file is copied next to
 the preload module (``paimon_test_zygote``) and runs as the zygote's script: the
 standard library only at the top, nothing of the package.
 """

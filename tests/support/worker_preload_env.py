@@ -29,7 +29,8 @@ kept one set of daemons per lineage capture; captures no longer add daemon sets.
 ``enable`` also starts the run's daemon zygote (``support/daemon_zygote.py``), which
 forks the Python processes of every other JVM the suite starts (spark-submits, streaming
 jobs, short sessions) from one preloaded process; the ``sitecustomize`` hands them over.
-``PAIMON_TEST_DAEMON_ZYGOTE=0`` turns only that off.
+``PAIMON_TEST_DAEMON_ZYGOTE=0`` turns only that off; ``PAIMON_TEST_WORKER_PRELOAD=0``
+turns off both (the zygote's hand-over lives in this folder's ``sitecustomize``).
 
 The module is copied under the name an admin installs it as (``paimon_worker_preload``),
 so the daemons do not import this checkout's package. ``PAIMON_TEST_WORKER_PRELOAD=0``
