@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 from airflow_provider_paimon.paimon.compaction import after_commit as hook
 from airflow_provider_paimon.paimon.compaction.after_commit import (
@@ -265,6 +266,33 @@ def test_recover_deletes_a_killed_jobs_files_and_keeps_a_committed_ones(warehous
     assert recover(table, pending) == ["committed"]
     assert on_disk("data-compact-landed01-") == {f.file_name for f in new}
     assert len(_live(reload(warehouse))) == 4  # b's 3 files + the compacted one
+
+
+def test_recover_treats_a_zombie_owner_as_dead(warehouse):
+    """A killed job's worker can stay a zombie (ended, not reaped: orphans wait for PID 1)
+    while kill(pid, 0) still succeeds on it; its record must be recovered, not left
+    "running" with its files kept."""
+    import subprocess
+
+    table = make_table(warehouse, options=SMALL)
+    append(table, batch(0, 40))
+    base = table.snapshot_manager().get_latest_snapshot().id
+    owner = subprocess.Popen(["sleep", "30"])
+    pending = MemoryPending()
+    record = {"prefix": "data-compact-zombie01-", "base_snapshot": base, "folders": [],
+              "host": socket.gethostname(), "pid": owner.pid}
+    try:
+        pending.write(dict(record))
+        assert recover(table, pending) == ["running"]  # alive: left alone
+        owner.kill()
+        deadline = time.monotonic() + 10  # ended, and not reaped (no wait() yet)
+        while b") Z " not in Path(f"/proc/{owner.pid}/stat").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(owner.pid, 0)  # still "exists" for kill
+        assert recover(table, pending) == ["deleted 0"] and pending.record is None
+    finally:
+        owner.kill()
+        owner.wait()
 
 
 def test_compact_snapshots_name_the_streams_run(warehouse):

@@ -342,7 +342,23 @@ def _owner_alive(record: dict[str, Any]) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` ended but was not reaped yet (``/proc`` state Z or X): dead here.
+
+    ``kill(pid, 0)`` still succeeds on such a process. A killed job's worker is an
+    orphan (its daemon died with it) and stays a zombie until PID 1 reaps it, which a
+    container without an init may do late or never: its record would be left "running"
+    and its files kept. Without ``/proc`` (not Linux) ``kill``'s answer stands.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
 
 
 def _recover_one(table: Any, pending: PendingStore, record: dict[str, Any]) -> str:
