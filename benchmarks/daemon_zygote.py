@@ -89,16 +89,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="zygote-bench-site-") as root:
         site = worker_preload_env.write_site(Path(root, "site"))
         zygote = worker_preload_env.start_zygote(site)
-        socket_path = zygote.args[-1]
-        while not os.path.exists(socket_path):
-            if zygote.poll() is not None:
-                sys.exit(f"the zygote exited: {Path(root, 'zygote.log').read_text()}")
-            time.sleep(0.1)
-        pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
-        envs = {
-            "without": {**os.environ, "PYTHONPATH": pythonpath, daemon_zygote.SOCKET_ENV: ""},
-            "with": {**os.environ, "PYTHONPATH": pythonpath, daemon_zygote.SOCKET_ENV: socket_path},
-        }
+        try:
+            socket_path = worker_preload_env.wait_until_listening(zygote)
+        except RuntimeError as err:
+            sys.exit(str(err))
+        served = worker_preload_env.zygote_env(site, socket_path)
+        envs = {"without": {**served, daemon_zygote.SOCKET_ENV: ""}, "with": served}
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in envs}
         try:
             for round_ in range(args.repeat + 1):

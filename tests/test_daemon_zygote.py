@@ -32,20 +32,11 @@ class Zygote:
         self.site = worker_preload_env.write_site(root / "site")
         self.log = root / "zygote.log"
         self.process = worker_preload_env.start_zygote(self.site)
-        self.socket = self.process.args[-1]
-        deadline = time.monotonic() + 120
-        while not os.path.exists(self.socket):
-            assert self.process.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "the zygote did not listen within 120 s"
-            time.sleep(0.1)
+        self.socket = worker_preload_env.wait_until_listening(self.process)
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment of a suite process pointed at this zygote."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.site), env.get("PYTHONPATH")) if p)
-        env[daemon_zygote.SOCKET_ENV] = self.socket
-        env.update(extra)
-        return env
+        return {**worker_preload_env.zygote_env(self.site, self.socket), **extra}
 
     def served(self) -> dict[int, int]:
         """{stand-in pid: child pid} of every process the zygote ran so far."""

@@ -44,7 +44,6 @@ def test_the_worker_preload_switch_fails_closed(monkeypatch):
     assert worker_preload_env.enable() is None
 
 
-
 def test_the_daemon_zygote_switch_fails_closed(monkeypatch):
     monkeypatch.setenv(worker_preload_env.ZYGOTE_SWITCH_ENV, "off")
     pythonpath = os.environ.get("PYTHONPATH")

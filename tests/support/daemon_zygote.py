@@ -67,13 +67,13 @@ _HEADER = struct.Struct("!I")
 HANDSHAKE_TIMEOUT = 60.0
 
 
-def _served_module(cmdline: list[str]) -> str | None:
-    """The module of ``python -m MODULE ...`` when the zygote serves it, else None."""
+def _served_args(cmdline: list[str]) -> list[str] | None:
+    """What follows ``-m`` in ``python -m MODULE ...`` when the zygote serves MODULE, else None."""
     if cmdline[1:2] != ["-m"]:  # ``python -m ...`` exactly: no interpreter flags to carry over
         return None
     args = cmdline[2:]
     if args and (args[0].startswith("pyspark.") or args[0] == PRELOAD_DAEMON_MODULE):
-        return args[0]
+        return args
     return None
 
 
@@ -117,14 +117,13 @@ def handoff_if_spark() -> None:
     """In a ``python -m pyspark.*`` process of the suite: let the zygote run it and exit
     with its code (never returns then). Anywhere else, or when refused, returns at once."""
     path = os.environ.get(SOCKET_ENV)
-    module = path and _served_module(list(getattr(sys, "orig_argv", [])))
-    if not module:
+    args = _served_args(list(getattr(sys, "orig_argv", []))) if path else None
+    if not args:
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(HANDSHAKE_TIMEOUT)
     try:
         sock.connect(path)
-        args = sys.orig_argv[2:]
         request = {"prefix": sys.prefix, "env": dict(os.environ), "cwd": os.getcwd(),
                    "path": sys.path, "args": args, "stand_in": os.getpid(),
                    "safe_path": bool(getattr(sys.flags, "safe_path", False)),
@@ -155,15 +154,11 @@ def _stand_in(sock: socket.socket, pid: int) -> None:
     for fd in (0, 1, 2):  # the child has them: Spark's pipes close when IT ends
         with contextlib.suppress(OSError):
             os.close(fd)
-    while True:
-        try:
-            code = int(_receive(sock)[0]["exit"])
-            break
-        except InterruptedError:
-            continue
-        except (OSError, EOFError, ValueError):  # the zygote is gone: wait for the child itself
-            _wait_for(pid)
-            os._exit(1)
+    try:  # a signal's handler runs and the read resumes (PEP 475)
+        code = int(_receive(sock)[0]["exit"])
+    except (OSError, EOFError, ValueError):  # the zygote is gone: wait for the child itself
+        _wait_for(pid)
+        os._exit(1)
     if code < 0:  # killed by a signal: so is this process
         with contextlib.suppress(OSError, ValueError):  # SIGKILL's handler cannot be set (nor needs to)
             signal.signal(-code, signal.SIG_DFL)

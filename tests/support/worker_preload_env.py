@@ -48,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,18 +56,18 @@ from support import daemon_zygote
 from support.switches import switch
 
 PACKAGE_SOURCE = Path(__file__).resolve().parents[2] / "airflow_provider_paimon" / "spark" / "worker_preload.py"
-#: the preload module under the name a server admin installs it as (docs/connect.md)
-MODULE = "paimon_worker_preload"
+#: the preload module under the name a server admin installs it as (docs/connect.md);
+#: the zygote's stand-ins (stdlib only) recognise the daemons started by that name
+MODULE = daemon_zygote.PRELOAD_DAEMON_MODULE
 SWITCH_ENV = "PAIMON_TEST_WORKER_PRELOAD"
 MARK_ENV = "PAIMON_TEST_WORKER_PRELOAD_DIR"  # set once: xdist workers inherit it
 SESSION_ENV = "PAIMON_TEST_PRELOADING_SESSION"  # only the fixture session's JVM has it
 ZYGOTE_SWITCH_ENV = "PAIMON_TEST_DAEMON_ZYGOTE"
-ZYGOTE_SOCKET_ENV = daemon_zygote.SOCKET_ENV
 ZYGOTE_MODULE = "paimon_test_zygote"  # support/daemon_zygote.py, copied beside the preload module
 
 SITECUSTOMIZE = f"""import os
 
-if os.environ.get({ZYGOTE_SOCKET_ENV!r}):
+if os.environ.get({daemon_zygote.SOCKET_ENV!r}):
     import {ZYGOTE_MODULE}
 
     {ZYGOTE_MODULE}.handoff_if_spark()  # returns only where the zygote does not serve
@@ -97,7 +98,7 @@ def enable() -> str | None:
     if zygote_on:
         zygote = start_zygote(site)
         atexit.register(stop_zygote, zygote)
-        os.environ[ZYGOTE_SOCKET_ENV] = zygote.args[-1]
+        os.environ[daemon_zygote.SOCKET_ENV] = zygote.args[-1]
     return root
 
 
@@ -127,6 +128,30 @@ def start_zygote(site: Path) -> subprocess.Popen:
             env={**os.environ, "PYTHONHASHSEED": "0"},  # what Spark gives its workers
             cwd=str(site.parent), start_new_session=True,
         )
+
+
+def wait_until_listening(zygote: subprocess.Popen, timeout: float = 120) -> str:
+    """Wait until ``zygote`` (``start_zygote``) listens; its socket. Raises RuntimeError
+    with its log when it exits or does not listen within ``timeout`` seconds."""
+    socket_path = zygote.args[-1]
+    log = Path(socket_path).with_name("zygote.log")
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(socket_path):
+        if zygote.poll() is not None or time.monotonic() > deadline:
+            state = f"exited with {zygote.returncode}" if zygote.returncode is not None else \
+                f"did not listen within {timeout:.0f} s"
+            raise RuntimeError(f"the daemon zygote {state}:\n{log.read_text(errors='replace')}")
+        time.sleep(0.1)
+    return socket_path
+
+
+def zygote_env(site: Path, socket_path: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (this process's environment) with ``site`` first on ``PYTHONPATH`` and the
+    zygote's socket: what a process needs to be served by that zygote."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
+    env[daemon_zygote.SOCKET_ENV] = socket_path
+    return env
 
 
 def stop_zygote(zygote: subprocess.Popen) -> None:
