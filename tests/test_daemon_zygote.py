@@ -190,3 +190,12 @@ def test_the_served_process_joins_the_stand_ins_cgroup(zygote, tmp_path):
         while (group / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
             time.sleep(0.1)
         group.rmdir()
+
+
+@pytest.mark.parametrize("code", [None, 0, 3, 255, "a message: stop", ["not", "a", "number"]])
+def test_a_served_module_that_exits_ends_as_python_would(code, capfd):
+    """``sys.exit(code)`` in a served module: the status and what goes to stderr are
+    Python's own for the same code (a text is printed and the status is 1)."""
+    python = subprocess.run([sys.executable, "-c", f"raise SystemExit({code!r})"], capture_output=True, text=True)
+    status = daemon_zygote.exit_status(SystemExit(code))
+    assert (status, capfd.readouterr().err) == (python.returncode, python.stderr)

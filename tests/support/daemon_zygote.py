@@ -297,6 +297,17 @@ def _serve_one(conn: socket.socket, listener: socket.socket, zygote_only: list) 
             os.close(fd)
 
 
+def exit_status(exc: SystemExit) -> int:
+    """The status a process ends with when ``exc`` leaves its main module, as Python's
+    own: None is 0, an int is itself, anything else is printed to stderr and is 1."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
 def _become(request: dict, fds: list[int]) -> None:
     """In the forked child: take over the stand-in's streams, environment and cgroups,
     then run its module as ``__main__`` and exit with its code."""
@@ -330,7 +341,7 @@ def _become(request: dict, fds: list[int]) -> None:
         try:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            code = exit_status(exc)
     except BaseException:  # noqa: BLE001 - report, as Python would, then exit with 1
         import traceback
 
