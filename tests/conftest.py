@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from markers import _marker_guard, add_markers  # noqa: F401  (the guard is an autouse fixture)
+from support.capture_streams import pytest_unconfigure  # noqa: F401  (a hook: registered by its name here)
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 MYSQL_ROOT_URL = os.environ.get("PAIMON_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
@@ -243,9 +244,8 @@ def _root_logger_restored():
     """A job's entry point run in this process (``spark.jobs.common.run_job``, as in a
     spark-submit driver) configures the root logger with ``logging.basicConfig``: a
     handler on the stream pytest captured for that test, and level INFO for every later
-    test of the worker. Both are put back afterwards; otherwise the handler's stream is
-    closed by the time py4j's connections log their goodbye at interpreter exit, which
-    printed "--- Logging error ---" tracebacks at the end of the run."""
+    test of the worker. Both are put back afterwards, so no test logs through another's
+    setup (handlers on pytest's streams that outlive the run: support/capture_streams.py)."""
     import logging
 
     root = logging.getLogger()
