@@ -3,7 +3,7 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/lineage -x`.
 # `bash scripts/test.sh --fast [ARGS]`: only tests that start no JVM, no spark-submit, no
 # Airflow and no browser (markers set in tests/markers.py), with the guard that fails a
-# test starting Spark unmarked (under 3 minutes; the whole suite about 13: docs/testing.md).
+# test starting Spark unmarked (about 3 minutes; the whole suite about 13: docs/testing.md).
 set -euo pipefail
 if [ "${1:-}" = "--fast" ]; then
     shift
