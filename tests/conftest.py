@@ -239,24 +239,6 @@ def _package_loggers_enabled() -> None:
             logger.disabled = False
 
 
-@pytest.fixture(autouse=True)
-def _root_logger_restored():
-    """A job's entry point run in this process (``spark.jobs.common.run_job``, as in a
-    spark-submit driver) configures the root logger with ``logging.basicConfig``: a
-    handler on the stream pytest captured for that test, and level INFO for every later
-    test of the worker. Both are put back afterwards, so no test logs through another's
-    setup (handlers on pytest's streams that outlive the run: support/capture_streams.py)."""
-    import logging
-
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in root.handlers[:]:
-        if handler not in handlers and type(handler) is logging.StreamHandler:
-            root.removeHandler(handler)
-    root.setLevel(level)
-
-
 @pytest.fixture
 def fresh_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty secret registry for the test (``paimon/secrets.py``'s is process-wide by

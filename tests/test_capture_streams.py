@@ -29,9 +29,9 @@ def test_nothing():
 '''
 
 
-def _run(folder: Path, *plugin: str) -> subprocess.CompletedProcess:
+def _run(folder: Path, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "test_left_behind.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, "test_left_behind.py"],
         cwd=folder, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS)}, capture_output=True, text=True,
         timeout=120,
     )
@@ -46,6 +46,6 @@ def folder(tmp_path: Path) -> Path:
 def test_a_handler_on_the_captured_stream_is_taken_off_when_pytest_ends(folder):
     without = _run(folder)
     assert without.returncode == 0 and "--- Logging error ---" in without.stderr  # the defect, reproduced
-    served = _run(folder, "-p", "support.capture_streams")
-    assert served.returncode == 0, served.stdout + served.stderr
-    assert "Logging error" not in served.stdout + served.stderr
+    with_plugin = _run(folder, "-p", "support.capture_streams")
+    assert with_plugin.returncode == 0, with_plugin.stdout + with_plugin.stderr
+    assert "Logging error" not in with_plugin.stdout + with_plugin.stderr
